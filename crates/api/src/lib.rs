@@ -1,0 +1,17 @@
+//! Kubernetes-facing types of volcano-rs: the Volcano CRDs, the Kubernetes objects a scenario
+//! holds, Kubernetes quantity parsing and multi-document YAML loading with precise errors.
+//!
+//! This crate holds no scheduling logic. It guarantees that every object it hands out has passed
+//! the checks a user would expect `kubectl apply` and Volcano's webhooks to make, and that every
+//! error names the file, document, object and field it is about.
+
+pub mod batch;
+pub mod bus;
+pub mod keys;
+pub mod quantity;
+pub mod resources;
+pub mod scenario;
+pub mod scheduling;
+
+pub use k8s_openapi;
+pub use scenario::{LoadError, Objects, Scenario, Source};
