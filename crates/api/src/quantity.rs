@@ -13,7 +13,9 @@ pub enum QuantityError {
     #[error("empty quantity")]
     Empty,
     /// The string does not follow the quantity grammar.
-    #[error("invalid quantity {0:?}: expected a number with an optional suffix such as 500m, 2, 1.5, 1Gi, 1G or 1e3")]
+    #[error(
+        "invalid quantity {0:?}: expected a number with an optional suffix such as 500m, 2, 1.5, 1Gi, 1G or 1e3"
+    )]
     Syntax(String),
     /// The value does not fit in 64 bits of the target unit.
     #[error("quantity {0:?} is too large")]
@@ -216,9 +218,15 @@ mod tests {
         for bad in ["", "12x", "x", "1.2.3", "Gi", "1e", "1Gii", "--1", "1 Gi"] {
             assert!(parse_value(bad).is_err(), "{bad} should be rejected");
         }
-        assert_eq!(parse_value("1Ei1").is_err(), true);
-        assert!(matches!(parse_value("100E"), Err(QuantityError::TooLarge(_))));
-        assert!(matches!(parse_value("9999999999999999999999999999999999999999"), Err(QuantityError::TooLarge(_))));
+        assert!(parse_value("1Ei1").is_err());
+        assert!(matches!(
+            parse_value("100E"),
+            Err(QuantityError::TooLarge(_))
+        ));
+        assert!(matches!(
+            parse_value("9999999999999999999999999999999999999999"),
+            Err(QuantityError::TooLarge(_))
+        ));
     }
 
     #[test]

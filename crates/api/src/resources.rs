@@ -13,7 +13,10 @@ pub const PODS: &str = "pods";
 
 /// Whether `name` is measured in bytes (memory and storage) rather than thousandths.
 pub fn is_byte_resource(name: &str) -> bool {
-    name == MEMORY || name == "ephemeral-storage" || name == "storage" || name.starts_with("hugepages-")
+    name == MEMORY
+        || name == "ephemeral-storage"
+        || name == "storage"
+        || name.starts_with("hugepages-")
 }
 
 /// The amount of `name` in canonical units: bytes for byte resources, thousandths otherwise.
@@ -40,7 +43,9 @@ pub fn format_amount(name: &str, amount: i64) -> String {
 }
 
 /// Parses every entry of a resource list; the error carries the offending resource name.
-pub fn parse_resource_list(list: &ResourceList) -> Result<Vec<(String, i64)>, (String, QuantityError)> {
+pub fn parse_resource_list(
+    list: &ResourceList,
+) -> Result<Vec<(String, i64)>, (String, QuantityError)> {
     list.iter()
         .filter(|(name, _)| !name.starts_with("count/"))
         .map(|(name, q)| {

@@ -4,6 +4,10 @@
 //! Every error names the file, the document number (and line where known), the object's
 //! kind/namespace/name and the field. Loading never panics, whatever the input.
 
+// `LoadError` is the public error other crates match on and is built at most once per load,
+// far from any hot path: boxing it would cost readers more than its size costs anyone.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -15,7 +19,12 @@ use crate::batch::Job;
 use crate::bus::Command;
 use crate::scheduling::{PodGroup, Queue};
 
+mod cross;
+mod decode;
+mod documents;
 mod load;
+mod site;
+mod validate;
 
 pub use load::{load_paths, load_str};
 

@@ -1,0 +1,246 @@
+//! Checks of one object alone, as the API server's validation and Volcano's admission webhooks
+//! make them: every quantity parses, and the Volcano CRDs' value rules hold.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use super::LoadError;
+use super::decode::Object;
+use super::site::Site;
+use crate::batch::Job;
+use crate::keys;
+use crate::resources;
+use crate::scheduling::{PodGroup, Queue, queue_state};
+
+/// Checks one decoded object.
+pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
+    match object {
+        Object::Node(node) => node_quantities(site, node),
+        Object::Pod(pod) => pod_quantities(site, pod),
+        Object::PodGroup(pg) => pod_group(site, pg),
+        Object::Queue(queue) => self::queue(site, queue),
+        Object::Job(job) => self::job(site, job),
+        Object::ConfigMap(cm) => config_map(site, cm),
+        Object::Command(_) | Object::PriorityClass(_) => Ok(()),
+    }
+}
+
+/// Every quantity of `list` parses; errors name `prefix.<resource>`.
+fn quantities(
+    site: &Site,
+    prefix: &str,
+    list: Option<&BTreeMap<String, Quantity>>,
+) -> Result<(), LoadError> {
+    let Some(list) = list else { return Ok(()) };
+    resources::parse_resource_list(list)
+        .map(|_| ())
+        .map_err(|(name, err)| site.field_error(format!("{prefix}.{name}"), err.to_string()))
+}
+
+fn node_quantities(site: &Site, node: &Node) -> Result<(), LoadError> {
+    let Some(status) = &node.status else {
+        return Ok(());
+    };
+    quantities(site, "status.allocatable", status.allocatable.as_ref())?;
+    quantities(site, "status.capacity", status.capacity.as_ref())
+}
+
+fn pod_quantities(site: &Site, pod: &Pod) -> Result<(), LoadError> {
+    match &pod.spec {
+        Some(spec) => pod_spec_quantities(site, "spec", spec),
+        None => Ok(()),
+    }
+}
+
+/// The quantities of a pod spec, at `prefix` (`spec`, or a Job task's `template.spec`).
+fn pod_spec_quantities(site: &Site, prefix: &str, spec: &PodSpec) -> Result<(), LoadError> {
+    containers(site, &format!("{prefix}.containers"), &spec.containers)?;
+    if let Some(init) = &spec.init_containers {
+        containers(site, &format!("{prefix}.initContainers"), init)?;
+    }
+    quantities(site, &format!("{prefix}.overhead"), spec.overhead.as_ref())?;
+    if let Some(resources) = &spec.resources {
+        requirements(site, &format!("{prefix}.resources"), resources)?;
+    }
+    Ok(())
+}
+
+fn containers(site: &Site, prefix: &str, containers: &[Container]) -> Result<(), LoadError> {
+    for (i, container) in containers.iter().enumerate() {
+        if let Some(resources) = &container.resources {
+            requirements(site, &format!("{prefix}[{i}].resources"), resources)?;
+        }
+    }
+    Ok(())
+}
+
+fn requirements(
+    site: &Site,
+    prefix: &str,
+    resources: &ResourceRequirements,
+) -> Result<(), LoadError> {
+    quantities(
+        site,
+        &format!("{prefix}.requests"),
+        resources.requests.as_ref(),
+    )?;
+    quantities(site, &format!("{prefix}.limits"), resources.limits.as_ref())
+}
+
+fn pod_group(site: &Site, pg: &PodGroup) -> Result<(), LoadError> {
+    let spec = &pg.spec;
+    if spec.min_member < 0 {
+        return Err(site.field_error(
+            "spec.minMember",
+            format!("must be >= 0, got {}", spec.min_member),
+        ));
+    }
+    if let Some((task, n)) = spec.min_task_member.iter().find(|(_, n)| **n < 0) {
+        return Err(site.field_error(
+            format!("spec.minTaskMember.{task}"),
+            format!("must be >= 0, got {n}"),
+        ));
+    }
+    for (field, value) in [
+        ("spec.networkTopology", &spec.network_topology),
+        ("spec.subGroupPolicy", &spec.sub_group_policy),
+    ] {
+        if value.as_ref().is_some_and(is_set) {
+            return Err(site.field_error(
+                field,
+                "not supported by volcano-rs yet; remove it from the scenario",
+            ));
+        }
+    }
+    quantities(site, "spec.minResources", spec.min_resources.as_ref())
+}
+
+/// An empty list or mapping asks for nothing, so it is accepted like an absent field.
+fn is_set(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Null => false,
+        serde_json::Value::Array(a) => !a.is_empty(),
+        serde_json::Value::Object(o) => !o.is_empty(),
+        _ => true,
+    }
+}
+
+fn queue(site: &Site, queue: &Queue) -> Result<(), LoadError> {
+    let spec = &queue.spec;
+    if !(1..=65535).contains(&spec.weight) {
+        return Err(site.field_error(
+            "spec.weight",
+            format!("must be between 1 and 65535, got {}", spec.weight),
+        ));
+    }
+    quantities(site, "spec.capability", spec.capability.as_ref())?;
+    quantities(site, "spec.deserved", spec.deserved.as_ref())?;
+    if let Some(guarantee) = &spec.guarantee {
+        quantities(site, "spec.guarantee.resource", guarantee.resource.as_ref())?;
+    }
+    let states = [
+        queue_state::OPEN,
+        queue_state::CLOSED,
+        queue_state::CLOSING,
+        queue_state::UNKNOWN,
+    ];
+    if let Some(status) = &queue.status
+        && !status.state.is_empty()
+        && !states.contains(&status.state.as_str())
+    {
+        return Err(site.field_error(
+            "status.state",
+            format!(
+                "must be one of Open, Closed, Closing, Unknown, got {:?}",
+                status.state
+            ),
+        ));
+    }
+    if let Some(status) = &queue.status {
+        quantities(site, "status.allocated", status.allocated.as_ref())?;
+    }
+    Ok(())
+}
+
+fn job(site: &Site, job: &Job) -> Result<(), LoadError> {
+    let spec = &job.spec;
+    if spec.tasks.is_empty() {
+        return Err(site.field_error("spec.tasks", "a Job needs at least one task"));
+    }
+    // Volcano's mutating webhook names unnamed tasks `default<i>` before the names are checked.
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut total_replicas: i64 = 0;
+    for (i, task) in spec.tasks.iter().enumerate() {
+        let prefix = format!("spec.tasks[{i}]");
+        let name = if task.name.is_empty() {
+            format!("default{i}")
+        } else {
+            task.name.clone()
+        };
+        if let Some(first) = names.insert(name.clone(), i) {
+            return Err(site.field_error(
+                format!("{prefix}.name"),
+                format!("task name {name} is used twice (also by spec.tasks[{first}]); task names must be unique"),
+            ));
+        }
+        if task.replicas < 0 {
+            return Err(site.field_error(
+                format!("{prefix}.replicas"),
+                format!("must be >= 0, got {}", task.replicas),
+            ));
+        }
+        total_replicas += i64::from(task.replicas);
+        if let Some(min) = task.min_available {
+            if min < 0 {
+                return Err(site.field_error(
+                    format!("{prefix}.minAvailable"),
+                    format!("must be >= 0, got {min}"),
+                ));
+            }
+            if min > task.replicas {
+                return Err(site.field_error(
+                    format!("{prefix}.minAvailable"),
+                    format!(
+                        "{min} is greater than the task's replicas ({})",
+                        task.replicas
+                    ),
+                ));
+            }
+        }
+        if let Some(pod_spec) = &task.template.spec {
+            pod_spec_quantities(site, &format!("{prefix}.template.spec"), pod_spec)?;
+        }
+    }
+    if let Some(min) = spec.min_available {
+        if min < 0 {
+            return Err(site.field_error("spec.minAvailable", format!("must be >= 0, got {min}")));
+        }
+        if i64::from(min) > total_replicas {
+            return Err(site.field_error(
+                "spec.minAvailable",
+                format!("{min} is greater than the total replicas of the tasks ({total_replicas})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn config_map(site: &Site, cm: &ConfigMap) -> Result<(), LoadError> {
+    let has_conf = cm
+        .data
+        .as_ref()
+        .is_some_and(|d| d.contains_key(keys::SCHEDULER_CONF_KEY));
+    if has_conf {
+        Ok(())
+    } else {
+        Err(site.field_error(
+            "data",
+            format!(
+                "has no key {}; the only ConfigMap a scenario holds is the scheduler configuration",
+                keys::SCHEDULER_CONF_KEY
+            ),
+        ))
+    }
+}

@@ -1,0 +1,86 @@
+//! The `volcano` command. Thin: it parses flags and calls the crates.
+//!
+//! Exit status: 0 when the command ran, 2 for bad input (with one message naming the file,
+//! document, object and field), 1 for an internal error.
+
+mod driver;
+mod output;
+mod schedule;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// volcano-rs: a Volcano-compatible batch scheduler.
+#[derive(Parser)]
+#[command(name = "volcano", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schedule a scenario (Kubernetes YAML) and print what Volcano would decide.
+    Schedule(ScheduleArgs),
+}
+
+/// Output format.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum Format {
+    /// One JSON object (the stable contract of SCENARIO.md).
+    Json,
+    /// A summary for people.
+    Text,
+}
+
+/// Flags of `volcano schedule`.
+#[derive(clap::Args, Debug)]
+pub struct ScheduleArgs {
+    /// Scenario file or directory (every *.yaml in it); repeatable.
+    #[arg(short = 'f', long = "file", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Scheduler configuration (volcano-scheduler.conf, or a ConfigMap holding one); overrides
+    /// the scenario's ConfigMap.
+    #[arg(long)]
+    pub conf: Option<PathBuf>,
+    /// Number of sessions to run (default: until a session changes nothing, at most 10).
+    #[arg(long)]
+    pub sessions: Option<u32>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: Format,
+}
+
+/// An error with the exit status it deserves.
+pub enum Failure {
+    /// Bad input: exit 2.
+    Input(String),
+    /// Anything else: exit 1.
+    Internal(anyhow::Error),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .with_target(false)
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Schedule(args) => schedule::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Internal(e)) => {
+            eprintln!("internal error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

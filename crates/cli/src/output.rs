@@ -1,0 +1,133 @@
+//! Rendering a run: the JSON contract of SCENARIO.md, and a summary for people.
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value, json};
+
+use crate::driver::Run;
+
+/// The JSON object of the `schedule` contract.
+pub fn json(run: &Run) -> Result<String, serde_json::Error> {
+    let podgroups: Map<String, Value> = run
+        .podgroups
+        .iter()
+        .map(|(k, s)| {
+            let conditions: Vec<Value> = s
+                .conditions
+                .iter()
+                .map(|c| json!({"type": c.type_, "status": c.status, "reason": c.reason, "message": c.message}))
+                .collect();
+            (
+                k.clone(),
+                json!({"phase": s.phase, "running": s.running, "succeeded": s.succeeded, "failed": s.failed, "conditions": conditions}),
+            )
+        })
+        .collect();
+    let queues: Map<String, Value> = run
+        .queues
+        .iter()
+        .map(|(k, q)| {
+            let allocated: Map<String, Value> = q
+                .allocated
+                .iter()
+                .flatten()
+                .map(|(r, v)| (r.clone(), Value::String(v.0.clone())))
+                .collect();
+            (k.clone(), json!({"state": q.state, "allocated": allocated}))
+        })
+        .collect();
+    let unschedulable: Map<String, Value> = run
+        .unschedulable
+        .iter()
+        .map(|(k, u)| (k.clone(), json!({"reason": u.reason, "message": u.message})))
+        .collect();
+    let events: Vec<Value> = run
+        .events
+        .iter()
+        .map(|e| json!({"object": e.object, "type": e.type_.as_str(), "reason": e.reason, "message": e.message}))
+        .collect();
+    let out = json!({
+        "sessions": run.sessions,
+        "bindings": run.bindings,
+        "evictions": run.evictions,
+        "pipelined": run.pipelined,
+        "podgroups": podgroups,
+        "queues": queues,
+        "unschedulable": unschedulable,
+        "events": events,
+        "outOfSyncNodes": run.out_of_sync_nodes,
+    });
+    serde_json::to_string_pretty(&out)
+}
+
+/// A summary for people: what went where, and why the rest waits.
+pub fn text(run: &Run) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} session(s), {} pod(s) bound",
+        run.sessions,
+        run.bindings.len()
+    );
+    if !run.bindings.is_empty() {
+        let _ = writeln!(s, "\nBOUND");
+        for (pod, node) in &run.bindings {
+            let _ = writeln!(s, "  {pod:<40} -> {node}");
+        }
+    }
+    if !run.pipelined.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nPIPELINED (node reserved, waiting for resources being released)"
+        );
+        for (pod, node) in &run.pipelined {
+            let _ = writeln!(s, "  {pod:<40} -> {node}");
+        }
+    }
+    if !run.evictions.is_empty() {
+        let _ = writeln!(s, "\nEVICTED");
+        for pod in &run.evictions {
+            let _ = writeln!(s, "  {pod}");
+        }
+    }
+    let _ = writeln!(s, "\nPODGROUPS");
+    for (pg, st) in &run.podgroups {
+        let _ = writeln!(s, "  {pg:<40} {:<10} running {}", st.phase, st.running);
+    }
+    if !run.unschedulable.is_empty() {
+        let _ = writeln!(s, "\nWAITING");
+        for (pg, u) in &run.unschedulable {
+            let _ = writeln!(s, "  {pg} ({}): {}", u.reason, u.message);
+        }
+    }
+    let _ = writeln!(s, "\nQUEUES");
+    for (q, st) in &run.queues {
+        let alloc: Vec<String> = st
+            .allocated
+            .iter()
+            .flatten()
+            .map(|(r, v)| format!("{r} {}", v.0))
+            .collect();
+        let alloc = if alloc.is_empty() {
+            "nothing".to_string()
+        } else {
+            alloc.join(", ")
+        };
+        let state = if st.state.is_empty() {
+            "Open"
+        } else {
+            st.state.as_str()
+        };
+        let _ = writeln!(s, "  {q:<20} {state:<8} allocated {alloc}");
+    }
+    if !run.out_of_sync_nodes.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nOUT OF SYNC NODES (pods need more than the node has; no new pods placed there)"
+        );
+        for n in &run.out_of_sync_nodes {
+            let _ = writeln!(s, "  {n}");
+        }
+    }
+    s.trim_end().to_string()
+}

@@ -1,0 +1,2 @@
+//! Placeholder until the session benchmark lands.
+fn main() {}

@@ -1,0 +1,90 @@
+//! `backfill`: places BestEffort tasks (no request but the pod itself), which allocate skips.
+//! A task that fits nowhere records its reason and the loop goes on (Volcano's `break` here
+//! stopped every later task: issue #4028).
+
+use std::collections::HashMap;
+
+use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, select_best_node};
+use crate::fit::FitErrors;
+use crate::framework::{PriorityQueue, Session};
+use crate::model::{JobId, QueueId, TaskId, TaskStatus};
+
+/// Runs backfill.
+pub fn execute(ssn: &mut Session) {
+    let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
+    let mut jobs: HashMap<QueueId, PriorityQueue<JobId>> = HashMap::new();
+    let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
+    for j in ssn.jobs() {
+        if ssn.snap.job(j).is_pending() || ssn.job_valid(j).is_err() {
+            continue;
+        }
+        let best_effort: Vec<TaskId> = ssn
+            .snap
+            .job(j)
+            .tasks
+            .iter()
+            .copied()
+            .filter(|&t| {
+                let task = ssn.snap.task(t);
+                task.best_effort
+                    && matches!(task.status, TaskStatus::Pending | TaskStatus::Pipelined)
+            })
+            .collect();
+        if best_effort.is_empty() {
+            continue;
+        }
+        let mut pq = PriorityQueue::new();
+        for t in best_effort {
+            if ssn.snap.task(t).status == TaskStatus::Pipelined {
+                ssn.snap.unplace(t, TaskStatus::Pending);
+                ssn.fire_deallocate(t);
+            }
+            pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
+        }
+        tasks.insert(j, pq);
+        let q = ssn.snap.job(j).queue;
+        if let std::collections::hash_map::Entry::Vacant(e) = jobs.entry(q) {
+            e.insert(PriorityQueue::new());
+            queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
+        }
+        if let Some(jq) = jobs.get_mut(&q) {
+            jq.push(j, &mut |a, b| ssn.job_order_less(a, b));
+        }
+    }
+    let mut order = Vec::new();
+    while let Some(q) = queues.pop(&mut |a, b| ssn.queue_order_less(a, b)) {
+        let Some(jq) = jobs.get_mut(&q) else { continue };
+        while let Some(j) = jq.pop(&mut |a, b| ssn.job_order_less(a, b)) {
+            if let Some(tq) = tasks.get_mut(&j) {
+                while let Some(t) = tq.pop(&mut |a, b| ssn.task_order_less(a, b)) {
+                    order.push((j, t));
+                }
+            }
+        }
+    }
+
+    let mut cache = PredicateCache::new(false);
+    let mut finder = NodeFinder::new();
+    let mut scores = Vec::new();
+    for (j, t) in order {
+        let total = ssn.snap.nodes.len();
+        if let Err(e) = ssn.pre_predicate(t) {
+            ssn.snap
+                .job_mut(j)
+                .fit_errors
+                .insert(t, FitErrors::task_error(total, e.reason));
+            continue;
+        }
+        let mut fe = FitErrors::new(total);
+        let candidates = finder.feasible(ssn, t, ResourceCheck::None, &mut cache, &mut fe);
+        match select_best_node(ssn, t, &candidates, &mut scores) {
+            Some(node) => {
+                ssn.snap.job_mut(j).fit_errors.remove(&t);
+                ssn.allocate(t, node);
+            }
+            None => {
+                ssn.snap.job_mut(j).fit_errors.insert(t, fe);
+            }
+        }
+    }
+}

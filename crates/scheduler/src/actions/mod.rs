@@ -1,0 +1,18 @@
+//! Actions: the steps a session runs in the configured order.
+
+mod allocate;
+mod backfill;
+mod enqueue;
+mod nodes;
+
+use crate::framework::Session;
+
+/// Runs the action `name`; names were checked when the configuration was parsed.
+pub fn run(name: &str, ssn: &mut Session) {
+    match name {
+        "enqueue" => enqueue::execute(ssn),
+        "allocate" => allocate::execute(ssn),
+        "backfill" => backfill::execute(ssn),
+        _ => {}
+    }
+}

@@ -1,0 +1,170 @@
+//! Finding the nodes a task fits on, and choosing the best of them (Volcano's
+//! `PredicateNodes`, `PrioritizeNodes` and `SelectBestNode`), deterministically.
+
+use std::collections::HashMap;
+
+use crate::fit::FitErrors;
+use crate::framework::Session;
+use crate::model::{JobId, NodeId, TaskId};
+
+/// Volcano's `--minimum-feasible-nodes`.
+const MIN_FEASIBLE_NODES: usize = 100;
+/// Volcano's `--minimum-percentage-nodes-to-find`.
+const MIN_PERCENTAGE_NODES: usize = 5;
+
+/// How many feasible nodes to look for before stopping (all of them in clusters up to 100
+/// nodes; an adaptive share of larger ones, as Volcano does).
+pub fn num_feasible_nodes_to_find(n: usize) -> usize {
+    if n <= MIN_FEASIBLE_NODES {
+        return n;
+    }
+    let pct = 50usize.saturating_sub(n / 125).max(MIN_PERCENTAGE_NODES);
+    (n * pct / 100).max(MIN_FEASIBLE_NODES)
+}
+
+/// Per-action memory of nodes that failed a task role's predicates, so later tasks of the same
+/// role skip them (Volcano's predicate error cache).
+#[derive(Default)]
+pub struct PredicateCache {
+    enabled: bool,
+    failed: HashMap<(JobId, String), HashMap<NodeId, String>>,
+}
+
+impl PredicateCache {
+    /// A cache that is on or off (`predicateErrorCacheEnable`).
+    pub fn new(enabled: bool) -> Self {
+        PredicateCache {
+            enabled,
+            failed: HashMap::new(),
+        }
+    }
+}
+
+/// What to check besides the plugins' predicates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ResourceCheck {
+    /// The request must fit the node's future idle (allocate).
+    FutureIdle,
+    /// No resource check (backfill of BestEffort tasks).
+    None,
+}
+
+/// Walks the nodes from a rotating start and returns the feasible ones.
+pub struct NodeFinder {
+    next: usize,
+}
+
+impl NodeFinder {
+    /// A finder starting at the first node.
+    pub fn new() -> Self {
+        NodeFinder { next: 0 }
+    }
+
+    /// The nodes `t` may go to, recording every rejection in `fe`.
+    pub fn feasible(
+        &mut self,
+        ssn: &Session,
+        t: TaskId,
+        check: ResourceCheck,
+        cache: &mut PredicateCache,
+        fe: &mut FitErrors,
+    ) -> Vec<NodeId> {
+        let s = &ssn.snap;
+        let n = s.nodes.len();
+        let want = num_feasible_nodes_to_find(n);
+        let task = s.task(t);
+        let key = match (&task.job, &task.role) {
+            (Some(j), Some(r)) if cache.enabled => Some((*j, r.clone())),
+            _ => None,
+        };
+        let mut found = Vec::new();
+        let mut processed = 0;
+        while processed < n && found.len() < want {
+            let nid = NodeId(((self.next + processed) % n) as u32);
+            processed += 1;
+            if let Some(reason) = key
+                .as_ref()
+                .and_then(|k| cache.failed.get(k))
+                .and_then(|m| m.get(&nid))
+            {
+                fe.add(reason);
+                continue;
+            }
+            let node = s.node(nid);
+            let reason = if node.out_of_sync {
+                Some("node(s) out of sync: their pods need more than they have".to_string())
+            } else if check == ResourceCheck::FutureIdle && !task.resreq.fits_in(&node.future_idle)
+            {
+                // Volcano names only the first short resource per node.
+                let short = task
+                    .resreq
+                    .insufficient(&node.future_idle)
+                    .next()
+                    .unwrap_or(0);
+                fe.add_insufficient(
+                    &s.dims,
+                    &task.resreq,
+                    &node.future_idle,
+                    std::iter::once(short),
+                );
+                if let Some(k) = &key {
+                    let r = format!("Insufficient {}", s.dims.name(short));
+                    cache.failed.entry(k.clone()).or_default().insert(nid, r);
+                }
+                continue;
+            } else {
+                ssn.predicate(t, nid).err().map(|e| e.reason)
+            };
+            match reason {
+                None => found.push(nid),
+                Some(r) => {
+                    fe.add(&r);
+                    if let Some(k) = &key {
+                        cache.failed.entry(k.clone()).or_default().insert(nid, r);
+                    }
+                }
+            }
+        }
+        if n > 0 {
+            self.next = (self.next + processed) % n;
+        }
+        found
+    }
+}
+
+/// The best of `candidates` for `t`: nodes where it fits idle now before nodes where it fits
+/// only once releasing resources are freed; then the highest score; ties go to the first node
+/// by name, so the same input always gives the same answer.
+pub fn select_best_node(
+    ssn: &Session,
+    t: TaskId,
+    candidates: &[NodeId],
+    scores: &mut Vec<f64>,
+) -> Option<NodeId> {
+    let s = &ssn.snap;
+    let req = &s.task(t).resreq;
+    let idle: Vec<NodeId> = candidates
+        .iter()
+        .copied()
+        .filter(|&n| req.fits_in(&s.node(n).idle))
+        .collect();
+    let gradient: &[NodeId] = if idle.is_empty() { candidates } else { &idle };
+    if gradient.len() <= 1 || !ssn.has_node_order() {
+        return gradient
+            .iter()
+            .copied()
+            .min_by(|a, b| s.node(*a).name.cmp(&s.node(*b).name));
+    }
+    ssn.score_nodes(t, gradient, scores);
+    let mut best: Option<(f64, NodeId)> = None;
+    for (i, &n) in gradient.iter().enumerate() {
+        let score = scores.get(i).copied().unwrap_or(0.0);
+        best = match best {
+            Some((bs, bn)) if bs > score || (bs == score && s.node(bn).name <= s.node(n).name) => {
+                Some((bs, bn))
+            }
+            _ => Some((score, n)),
+        };
+    }
+    best.map(|(_, n)| n)
+}

@@ -1,0 +1,406 @@
+//! Closing a session: PodGroup phases and conditions, queue `allocated`, events on transitions
+//! only, and a reason a person can act on for every PodGroup left unscheduled.
+
+use std::collections::BTreeMap;
+
+use volcano_api::resources::format_amount;
+use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
+
+use super::session::Session;
+use crate::model::{JobId, PgPhase, Snapshot, TaskStatus};
+use crate::resource::Resource;
+use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// Condition type of a gang that could not be scheduled.
+pub const UNSCHEDULABLE: &str = "Unschedulable";
+/// Condition type of a gang that is ready.
+pub const SCHEDULED: &str = "Scheduled";
+/// Condition reason when resources are short.
+pub const NOT_ENOUGH_RESOURCES: &str = "NotEnoughResources";
+
+/// Kind of event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Normal.
+    Normal,
+    /// Warning.
+    Warning,
+}
+
+impl EventType {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// An event to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// `Kind/ns/name` of the object.
+    pub object: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// Machine-readable reason.
+    pub reason: String,
+    /// Human text.
+    pub message: String,
+}
+
+/// Why a PodGroup is not fully scheduled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unschedulable {
+    /// Machine-readable reason.
+    pub reason: String,
+    /// What to do about it, in words.
+    pub message: String,
+}
+
+/// A PodGroup's status after the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodGroupUpdate {
+    /// `ns/name`.
+    pub key: String,
+    /// The new status.
+    pub status: PodGroupStatus,
+    /// Whether it differs from what the snapshot found (ignoring condition times and IDs).
+    pub changed: bool,
+}
+
+/// A queue's `status.allocated` after the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueAllocated {
+    /// Queue name.
+    pub name: String,
+    /// Queue state, as the snapshot found it.
+    pub state: String,
+    /// Σ requests of the queue's tasks in an allocated status (and of its children's).
+    pub allocated: ResourceList,
+    /// Whether it differs from what the snapshot found.
+    pub changed: bool,
+}
+
+/// Everything a session decided.
+#[derive(Debug, Clone, Default)]
+pub struct Decisions {
+    /// `(ns/pod, node)` to bind, in decision order.
+    pub binds: Vec<(String, String)>,
+    /// `ns/pod` to evict.
+    pub evictions: Vec<String>,
+    /// `(ns/pod, node)` left pipelined.
+    pub pipelined: Vec<(String, String)>,
+    /// Every PodGroup's status.
+    pub pod_groups: Vec<PodGroupUpdate>,
+    /// Every queue's allocated resources.
+    pub queues: Vec<QueueAllocated>,
+    /// Events, only for transitions.
+    pub events: Vec<Event>,
+    /// `ns/pg` → why it is not fully scheduled.
+    pub unschedulable: BTreeMap<String, Unschedulable>,
+    /// Nodes whose pods need more than they have; they took no new pods.
+    pub out_of_sync_nodes: Vec<String>,
+}
+
+impl Decisions {
+    /// Whether the session changed anything a later session would see.
+    pub fn changed_anything(&self) -> bool {
+        !self.binds.is_empty()
+            || !self.evictions.is_empty()
+            || self.pod_groups.iter().any(|p| p.changed)
+            || self.queues.iter().any(|q| q.changed)
+    }
+}
+
+/// Number of tasks that count as schedulable for the gang message: ready ones plus pending
+/// ones whose last transaction placed them, even if it was undone.
+fn schedulable_num(s: &Snapshot, j: JobId) -> i64 {
+    let job = s.job(j);
+    let tentative = job
+        .tasks
+        .iter()
+        .filter(|&&t| s.task(t).status == TaskStatus::Pending && s.task(t).last_tx_allocated)
+        .count();
+    i64::from(job.ready_task_num()) + tentative as i64
+}
+
+/// What kept the job's tasks off the nodes, in one line.
+fn job_detail(s: &Snapshot, j: JobId) -> String {
+    let job = s.job(j);
+    if let Some((_, msg)) = &job.job_fit_error {
+        return msg.clone();
+    }
+    let mut messages: Vec<String> = Vec::new();
+    for fe in job.fit_errors.values() {
+        let m = fe.message(&s.dims);
+        if !messages.contains(&m) {
+            messages.push(m);
+        }
+    }
+    if messages.is_empty() {
+        let pending = job.count(TaskStatus::Pending);
+        let pipelined = job.count(TaskStatus::Pipelined);
+        if pipelined > 0 {
+            return format!("{pipelined} task(s) pipelined, waiting for resources being released");
+        }
+        if job.tasks.is_empty() {
+            return "the PodGroup has no pods yet".to_string();
+        }
+        return format!("{pending} task(s) pending, not tried in this session");
+    }
+    messages.join("; ")
+}
+
+/// The reason and message of a job that is not ready (the gang's Unschedulable condition).
+pub fn gang_unschedulable(s: &Snapshot, j: JobId) -> (String, String) {
+    let job = s.job(j);
+    let unready = i64::from(job.min_available) - schedulable_num(s, j);
+    let reason = job
+        .job_fit_error
+        .as_ref()
+        .map(|(r, _)| r.clone())
+        .unwrap_or_else(|| NOT_ENOUGH_RESOURCES.to_string());
+    let message = format!(
+        "{unready}/{} tasks in gang unschedulable: {}",
+        job.tasks.len(),
+        job_detail(s, j)
+    );
+    (reason, message)
+}
+
+/// The newest condition with status True, as persisted.
+pub fn newest_true_condition(conds: &[PodGroupCondition]) -> Option<&PodGroupCondition> {
+    conds
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.status == "True")
+        .max_by(|(ia, a), (ib, b)| {
+            let ta = a.last_transition_time.as_ref().map(|t| t.0);
+            let tb = b.last_transition_time.as_ref().map(|t| t.0);
+            ta.cmp(&tb).then(ia.cmp(ib))
+        })
+        .map(|(_, c)| c)
+}
+
+fn same_status(a: &PodGroupStatus, b: &PodGroupStatus) -> bool {
+    let strip = |s: &PodGroupStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = None;
+            c.transition_id.clear();
+        }
+        s
+    };
+    strip(a) == strip(b)
+}
+
+fn resource_list(s: &Snapshot, r: &Resource) -> ResourceList {
+    r.nonzero_dims()
+        .map(|d| {
+            (
+                s.dims.name(d).to_string(),
+                Quantity(format_amount(s.dims.name(d), r.get(d))),
+            )
+        })
+        .collect()
+}
+
+impl Session {
+    /// Closes the session: lets plugins write their last word, then collects every decision.
+    pub fn close(mut self) -> Decisions {
+        for slot in self.tiers.iter_mut().flatten() {
+            slot.plugin.on_session_close(&mut self.snap, &self.uid);
+        }
+        let s = &self.snap;
+        let mut d = Decisions {
+            binds: self
+                .binds
+                .iter()
+                .map(|(t, n)| (s.task(*t).key.clone(), s.node(*n).name.clone()))
+                .collect(),
+            evictions: self
+                .evictions
+                .iter()
+                .map(|t| s.task(*t).key.clone())
+                .collect(),
+            out_of_sync_nodes: s
+                .nodes
+                .iter()
+                .filter(|n| n.out_of_sync)
+                .map(|n| n.name.clone())
+                .collect(),
+            ..Default::default()
+        };
+        for t in &s.tasks {
+            if t.status == TaskStatus::Pipelined
+                && let Some(n) = t.node
+            {
+                d.pipelined.push((t.key.clone(), s.node(n).name.clone()));
+            }
+        }
+        for j in s.job_ids() {
+            self.close_job(j, &mut d);
+        }
+        self.close_queues(&mut d);
+        d
+    }
+
+    fn close_job(&self, j: JobId, d: &mut Decisions) {
+        let s = &self.snap;
+        let job = s.job(j);
+        let mut status = PodGroupStatus {
+            conditions: job.conditions.clone(),
+            ..Default::default()
+        };
+        let unschedulable_now = job
+            .conditions
+            .iter()
+            .any(|c| c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid);
+        let scheduled = job
+            .tasks
+            .iter()
+            .filter(|&&t| {
+                let task = s.task(t);
+                task.status.is_scheduled()
+                    || (task.status == TaskStatus::Releasing && task.bound_node_name.is_some())
+            })
+            .count() as i64;
+        let finished = job.count(TaskStatus::Succeeded) + job.count(TaskStatus::Failed);
+        let phase = if job.count(TaskStatus::Running) > 0 && unschedulable_now {
+            PgPhase::Unknown
+        } else if scheduled >= i64::from(job.min_available) {
+            if scheduled == i64::from(finished) && scheduled > 0 {
+                PgPhase::Completed
+            } else {
+                PgPhase::Running
+            }
+        } else if job.phase == PgPhase::Inqueue {
+            PgPhase::Inqueue
+        } else {
+            PgPhase::Pending
+        };
+        status.phase = phase.as_str().to_string();
+        status.running = job.count(TaskStatus::Running) as i32;
+        status.succeeded = job.count(TaskStatus::Succeeded) as i32;
+        status.failed = job.count(TaskStatus::Failed) as i32;
+        let changed = !same_status(&status, &job.old_status);
+
+        // Events: decided against the persisted newest condition, so a restart re-emits nothing.
+        let object = format!("PodGroup/{}", job.key);
+        let old_newest = newest_true_condition(&job.old_status.conditions);
+        let new_unsched = job.conditions.iter().find(|c| {
+            c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid
+        });
+        if let Some(c) = new_unsched {
+            let repeat =
+                old_newest.is_some_and(|o| o.type_ == UNSCHEDULABLE && o.message == c.message);
+            if !repeat {
+                d.events.push(Event {
+                    object,
+                    type_: EventType::Warning,
+                    reason: UNSCHEDULABLE.to_string(),
+                    message: c.message.clone(),
+                });
+            }
+        } else if job
+            .conditions
+            .iter()
+            .any(|c| c.type_ == SCHEDULED && c.status == "True")
+            && old_newest.is_none_or(|o| o.type_ != SCHEDULED)
+        {
+            d.events.push(Event {
+                object,
+                type_: EventType::Normal,
+                reason: SCHEDULED.to_string(),
+                message: "pod group is ready".to_string(),
+            });
+        }
+
+        if let Some(u) = self.unschedulable_entry(j, new_unsched) {
+            d.unschedulable.insert(job.key.clone(), u);
+        }
+        d.pod_groups.push(PodGroupUpdate {
+            key: job.key.clone(),
+            status,
+            changed,
+        });
+    }
+
+    fn unschedulable_entry(
+        &self,
+        j: JobId,
+        condition: Option<&PodGroupCondition>,
+    ) -> Option<Unschedulable> {
+        let s = &self.snap;
+        let job = s.job(j);
+        if let Some(c) = condition {
+            return Some(Unschedulable {
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            });
+        }
+        if !job.is_ready() {
+            let (reason, message) = gang_unschedulable(s, j);
+            return Some(Unschedulable { reason, message });
+        }
+        let left = job.count(TaskStatus::Pending)
+            - job.pending_best_effort.min(job.count(TaskStatus::Pending))
+            + job.count(TaskStatus::Pipelined);
+        let left = if job.count(TaskStatus::Pending) > 0 {
+            job.count(TaskStatus::Pending) + job.count(TaskStatus::Pipelined)
+        } else {
+            left
+        };
+        if left == 0 {
+            return None;
+        }
+        let reason = job
+            .job_fit_error
+            .as_ref()
+            .map(|(r, _)| r.clone())
+            .unwrap_or_else(|| NOT_ENOUGH_RESOURCES.to_string());
+        Some(Unschedulable {
+            reason,
+            message: format!(
+                "{left}/{} tasks unschedulable beyond the gang minimum of {}: {}",
+                job.tasks.len(),
+                job.min_available,
+                job_detail(s, j)
+            ),
+        })
+    }
+
+    fn close_queues(&self, d: &mut Decisions) {
+        let s = &self.snap;
+        let mut allocated: Vec<Resource> = s.queues.iter().map(|_| s.dims.zero()).collect();
+        for job in &s.jobs {
+            // Walk up the hierarchy; the depth bound guards against a parent cycle in the input.
+            let mut q = Some(job.queue);
+            let mut depth = 0;
+            while let Some(qid) = q {
+                if depth > s.queues.len() {
+                    break;
+                }
+                allocated[qid.idx()].add(&job.allocated);
+                let parent = &s.queue(qid).parent;
+                q = if parent.is_empty() || *parent == s.queue(qid).name {
+                    None
+                } else {
+                    s.queue_index.get(parent).copied()
+                };
+                depth += 1;
+            }
+        }
+        for (i, q) in s.queues.iter().enumerate() {
+            let a = &allocated[i];
+            d.queues.push(QueueAllocated {
+                name: q.name.clone(),
+                state: q.state.as_str().to_string(),
+                allocated: resource_list(s, a),
+                changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
+            });
+        }
+    }
+}

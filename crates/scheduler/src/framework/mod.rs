@@ -1,0 +1,16 @@
+//! The framework: a [`Session`] over one snapshot, the tiers of plugins it consults through
+//! Volcano's exact combination rules, the [`Statement`] that makes a gang's placement one unit,
+//! and the decisions a session closes with.
+
+pub mod close;
+mod dispatch;
+mod plugin;
+mod priority_queue;
+mod session;
+mod statement;
+
+pub use close::{Decisions, Event, EventType, Unschedulable};
+pub use plugin::{Plugin, PluginSlot, Verdict, Vote};
+pub use priority_queue::PriorityQueue;
+pub use session::{Session, SessionError, SessionOptions};
+pub use statement::Statement;

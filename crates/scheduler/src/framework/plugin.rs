@@ -1,0 +1,131 @@
+//! The plugin interface. Every extension point returns `None` when the plugin does not
+//! implement it, which is how the dispatchers tell "not registered" from "abstain".
+
+use std::cmp::Ordering;
+
+use crate::conf::PluginFlags;
+use crate::fit::FitReason;
+use crate::model::{JobId, NodeId, QueueId, Snapshot, TaskId};
+
+/// A plugin's vote on a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vote {
+    /// For.
+    Permit,
+    /// No opinion.
+    Abstain,
+    /// Against.
+    Reject,
+}
+
+/// A vote with the reason behind a rejection, for the "why is my job pending" report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The vote.
+    pub vote: Vote,
+    /// Why, when rejecting.
+    pub reason: Option<String>,
+}
+
+impl Verdict {
+    /// A permit.
+    pub fn permit() -> Self {
+        Verdict {
+            vote: Vote::Permit,
+            reason: None,
+        }
+    }
+
+    /// A rejection with its reason.
+    pub fn reject(reason: impl Into<String>) -> Self {
+        Verdict {
+            vote: Vote::Reject,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// A scheduling plugin. Queries take the snapshot read-only; event handlers keep the plugin's
+/// own accounting in step with every allocation and deallocation, including those a statement
+/// later undoes.
+#[allow(unused_variables)]
+pub trait Plugin: Send {
+    /// The plugin's configuration name.
+    fn name(&self) -> &'static str;
+
+    /// Job order: `Less` means `l` goes first; `Equal` lets the next plugin decide.
+    fn job_order(&self, s: &Snapshot, l: JobId, r: JobId) -> Option<Ordering> {
+        None
+    }
+    /// Queue order.
+    fn queue_order(&self, s: &Snapshot, l: QueueId, r: QueueId) -> Option<Ordering> {
+        None
+    }
+    /// Task order within a job.
+    fn task_order(&self, s: &Snapshot, l: TaskId, r: TaskId) -> Option<Ordering> {
+        None
+    }
+    /// Checks on a task before any node is considered.
+    fn pre_predicate(&self, s: &Snapshot, t: TaskId) -> Option<Result<(), FitReason>> {
+        None
+    }
+    /// Whether `t` may run on `n`.
+    fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
+        None
+    }
+    /// Score of `n` for `t`; scores of all plugins are summed.
+    fn node_order(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<f64> {
+        None
+    }
+    /// Adds scores that need every candidate node at once (normalised ones) to `scores`,
+    /// which is parallel to `nodes`.
+    fn batch_node_order(&self, s: &Snapshot, t: TaskId, nodes: &[NodeId], scores: &mut [f64]) {}
+    /// Whether the plugin scores nodes at all (lets allocate skip scoring when none does).
+    fn scores_nodes(&self) -> bool {
+        false
+    }
+    /// Whether the job has enough to be dispatched.
+    fn job_ready(&self, s: &Snapshot, j: JobId) -> Option<bool> {
+        None
+    }
+    /// Whether the job's partial placement should be kept (reserved) in this session.
+    fn job_pipelined(&self, s: &Snapshot, j: JobId) -> Option<Vote> {
+        None
+    }
+    /// Whether the job may be admitted (enqueue).
+    fn job_enqueueable(&self, s: &Snapshot, j: JobId) -> Option<Verdict> {
+        None
+    }
+    /// Called when a job is admitted.
+    fn job_enqueued(&mut self, s: &Snapshot, j: JobId) {}
+    /// Whether the job wants more resources (preempt/reclaim).
+    fn job_starving(&self, s: &Snapshot, j: JobId) -> Option<bool> {
+        None
+    }
+    /// Whether the job may be scheduled at all: `Some(Err((reason, message)))` when not.
+    fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {
+        None
+    }
+    /// Whether the queue already has all it deserves.
+    fn overused(&self, s: &Snapshot, q: QueueId) -> Option<bool> {
+        None
+    }
+    /// Whether the queue may take the task: `Some(Err(reason))` when not.
+    fn allocatable(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<Result<(), String>> {
+        None
+    }
+    /// The task was placed (allocated or pipelined) in the session.
+    fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {}
+    /// The task's placement was undone, or the task is being evicted.
+    fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {}
+    /// Last word before decisions are collected (gang writes PodGroup conditions here).
+    fn on_session_close(&mut self, s: &mut Snapshot, session_uid: &str) {}
+}
+
+/// A plugin as configured in a tier.
+pub struct PluginSlot {
+    /// Which extension points are on.
+    pub flags: PluginFlags,
+    /// The plugin.
+    pub plugin: Box<dyn Plugin>,
+}

@@ -1,0 +1,186 @@
+//! A scheduling session: the snapshot, the configured tiers of plugins, and the operations
+//! actions use to place tasks.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use thiserror::Error;
+use volcano_api::k8s_openapi;
+
+use super::plugin::PluginSlot;
+use super::statement::Statement;
+use crate::conf::SchedulerConf;
+use crate::model::{JobId, NodeId, Snapshot, TaskId, TaskStatus};
+use crate::plugins;
+
+/// Why a session could not run.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SessionError {
+    /// The snapshot and the configuration disagree in a way no action can work with.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a session needs besides the snapshot and configuration.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Session UID, written into PodGroup conditions as `transitionID`.
+    pub uid: String,
+    /// The time conditions carry as `lastTransitionTime` (the caller's clock: the scheduler
+    /// reads none).
+    pub now: Option<Time>,
+}
+
+/// One scheduling session.
+pub struct Session {
+    /// Session UID.
+    pub uid: String,
+    /// Time of the session.
+    pub now: Option<Time>,
+    /// The state actions work on.
+    pub snap: Snapshot,
+    /// The configuration in force.
+    pub conf: SchedulerConf,
+    pub(crate) tiers: Vec<Vec<PluginSlot>>,
+    /// Tasks committed for binding, in order.
+    pub(crate) binds: Vec<(TaskId, NodeId)>,
+    /// Tasks committed for eviction, in order.
+    pub(crate) evictions: Vec<TaskId>,
+}
+
+impl Session {
+    /// Opens a session: builds every configured plugin over the snapshot.
+    pub fn open(snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
+        let tiers = conf
+            .tiers
+            .iter()
+            .map(|tier| {
+                tier.plugins
+                    .iter()
+                    .filter_map(|opt| {
+                        plugins::build(opt, &snap).map(|plugin| PluginSlot {
+                            flags: opt.flags,
+                            plugin,
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        Session {
+            uid: opts.uid,
+            now: opts.now,
+            snap,
+            conf: conf.clone(),
+            tiers,
+            binds: Vec::new(),
+            evictions: Vec::new(),
+        }
+    }
+
+    /// Runs the configured actions in order.
+    pub fn run_actions(&mut self) {
+        let actions = self.conf.actions.clone();
+        for action in &actions {
+            crate::actions::run(action, self);
+        }
+    }
+
+    /// Tells every plugin that `t` was placed.
+    pub(crate) fn fire_allocate(&mut self, t: TaskId) {
+        for slot in self.tiers.iter_mut().flatten() {
+            slot.plugin.on_allocate(&self.snap, t);
+        }
+    }
+
+    /// Tells every plugin that `t`'s placement is gone.
+    pub(crate) fn fire_deallocate(&mut self, t: TaskId) {
+        for slot in self.tiers.iter_mut().flatten() {
+            slot.plugin.on_deallocate(&self.snap, t);
+        }
+    }
+
+    /// Allocates `t` on `n` inside a statement.
+    pub fn stmt_allocate(&mut self, st: &mut Statement, t: TaskId, n: NodeId) {
+        self.snap.place(t, n, TaskStatus::Allocated);
+        self.snap.tasks[t.idx()].last_tx_allocated = true;
+        self.fire_allocate(t);
+        st.push_allocate(t, n);
+    }
+
+    /// Pipelines `t` onto `n` inside a statement.
+    pub fn stmt_pipeline(&mut self, st: &mut Statement, t: TaskId, n: NodeId) {
+        self.snap.place(t, n, TaskStatus::Pipelined);
+        self.snap.tasks[t.idx()].last_tx_allocated = false;
+        self.fire_allocate(t);
+        st.push_pipeline(t, n);
+    }
+
+    /// Evicts `t` inside a statement.
+    pub fn stmt_evict(&mut self, st: &mut Statement, t: TaskId) {
+        let before = self.snap.task(t).status;
+        self.snap.update_on_node(t, TaskStatus::Releasing);
+        self.fire_deallocate(t);
+        st.push_evict(t, before);
+    }
+
+    /// Makes a statement's operations final: allocations are sent for binding, evictions are
+    /// executed; pipelined tasks stay reserved in the session.
+    pub fn commit(&mut self, st: Statement) {
+        for op in st.into_ops() {
+            match op {
+                super::statement::Op::Allocate { task, node } => self.dispatch(task, node),
+                super::statement::Op::Evict { task, .. } => self.evictions.push(task),
+                super::statement::Op::Pipeline { .. } => {}
+            }
+        }
+    }
+
+    /// Undoes a statement's operations in reverse order, restoring every plugin's accounting.
+    pub fn discard(&mut self, st: Statement) {
+        for op in st.into_ops().into_iter().rev() {
+            match op {
+                super::statement::Op::Allocate { task, .. }
+                | super::statement::Op::Pipeline { task, .. } => {
+                    self.snap.unplace(task, TaskStatus::Pending);
+                    self.fire_deallocate(task);
+                }
+                super::statement::Op::Evict { task, before } => {
+                    self.snap.update_on_node(task, before);
+                    self.fire_allocate(task);
+                }
+            }
+        }
+    }
+
+    /// Allocates `t` on `n` directly (backfill) and dispatches the job's allocated tasks once
+    /// the job is ready.
+    pub fn allocate(&mut self, t: TaskId, n: NodeId) {
+        self.snap.place(t, n, TaskStatus::Allocated);
+        self.snap.tasks[t.idx()].last_tx_allocated = true;
+        self.fire_allocate(t);
+        let Some(job) = self.snap.task(t).job else {
+            return;
+        };
+        if self.job_ready(job) {
+            let allocated: Vec<(TaskId, NodeId)> = self
+                .snap
+                .job(job)
+                .tasks
+                .iter()
+                .filter(|&&id| self.snap.task(id).status == TaskStatus::Allocated)
+                .filter_map(|&id| self.snap.task(id).node.map(|n| (id, n)))
+                .collect();
+            for (id, node) in allocated {
+                self.dispatch(id, node);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, t: TaskId, n: NodeId) {
+        self.snap.set_status(t, TaskStatus::Binding);
+        self.binds.push((t, n));
+    }
+
+    /// Jobs in snapshot order.
+    pub fn jobs(&self) -> Vec<JobId> {
+        self.snap.job_ids().collect()
+    }
+}

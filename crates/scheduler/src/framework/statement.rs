@@ -1,0 +1,55 @@
+//! The Statement: the ordered operations of one tentative placement, already applied to the
+//! session, so that a gang that cannot reach its minimum is undone as one unit.
+
+use crate::model::{NodeId, TaskId, TaskStatus};
+
+/// One recorded operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Task allocated on a node.
+    Allocate { task: TaskId, node: NodeId },
+    /// Task pipelined onto a node.
+    Pipeline { task: TaskId, node: NodeId },
+    /// Task evicted; `before` is the status to restore.
+    Evict { task: TaskId, before: TaskStatus },
+}
+
+/// Operations applied to a session that can still be committed or discarded together.
+#[derive(Debug, Default)]
+#[must_use = "a statement must be committed or discarded"]
+pub struct Statement {
+    ops: Vec<Op>,
+}
+
+impl Statement {
+    /// An empty statement.
+    pub fn new() -> Self {
+        Statement::default()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Moves `other`'s operations to the end of this one.
+    pub fn merge(&mut self, other: Statement) {
+        self.ops.extend(other.ops);
+    }
+
+    pub(crate) fn push_allocate(&mut self, task: TaskId, node: NodeId) {
+        self.ops.push(Op::Allocate { task, node });
+    }
+
+    pub(crate) fn push_pipeline(&mut self, task: TaskId, node: NodeId) {
+        self.ops.push(Op::Pipeline { task, node });
+    }
+
+    pub(crate) fn push_evict(&mut self, task: TaskId, before: TaskStatus) {
+        self.ops.push(Op::Evict { task, before });
+    }
+
+    pub(crate) fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+}

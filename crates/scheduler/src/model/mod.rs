@@ -1,0 +1,50 @@
+//! The snapshot model: jobs, tasks, nodes and queues of one scheduling session, in arenas
+//! addressed by typed indices.
+//!
+//! All changes to task status and node accounting go through [`Snapshot`]'s methods, which keep
+//! every derived counter (job status counts, node idle/used/releasing/pipelined) consistent.
+
+mod job;
+mod node;
+mod queue;
+mod snapshot;
+mod task;
+
+pub use job::{JobInfo, PgPhase};
+pub use node::NodeInfo;
+pub use queue::{QueueInfo, QueueState};
+pub use snapshot::Snapshot;
+pub use task::{TaskInfo, TaskStatus};
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The arena index.
+            #[inline]
+            pub fn idx(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id_type!(
+    /// Index of a task (pod) in the snapshot.
+    TaskId
+);
+id_type!(
+    /// Index of a job (PodGroup) in the snapshot.
+    JobId
+);
+id_type!(
+    /// Index of a node in the snapshot.
+    NodeId
+);
+id_type!(
+    /// Index of a queue in the snapshot.
+    QueueId
+);

@@ -1,0 +1,169 @@
+//! `gang`: a job runs with at least `minMember` tasks (and `minTaskMember` per role) or not at
+//! all, and says why at session close.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use volcano_api::scheduling::PodGroupCondition;
+
+use crate::framework::close::{NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable};
+use crate::framework::{Plugin, Vote};
+use crate::model::{JobId, Snapshot, TaskStatus};
+
+/// The gang plugin.
+pub struct Gang;
+
+/// Tasks per role counted by `counts(status, best_effort)`.
+fn per_role(
+    s: &Snapshot,
+    j: JobId,
+    counts: impl Fn(TaskStatus, bool) -> bool,
+) -> BTreeMap<String, i32> {
+    let mut m = BTreeMap::new();
+    for &t in &s.job(j).tasks {
+        let task = s.task(t);
+        if counts(task.status, task.best_effort) {
+            *m.entry(task.role.clone().unwrap_or_default()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+/// Whether per-role minimums apply at all: Volcano skips them when the gang minimum is below
+/// their sum.
+fn roles_apply(s: &Snapshot, j: JobId) -> bool {
+    let job = s.job(j);
+    let sum: i64 = job.min_task_member.values().map(|v| i64::from(*v)).sum();
+    !job.min_task_member.is_empty() && i64::from(job.min_available) >= sum
+}
+
+fn roles_satisfied(s: &Snapshot, j: JobId, counts: impl Fn(TaskStatus, bool) -> bool) -> bool {
+    if !roles_apply(s, j) {
+        return true;
+    }
+    let have = per_role(s, j, counts);
+    s.job(j)
+        .min_task_member
+        .iter()
+        .all(|(role, min)| have.get(role).copied().unwrap_or(0) >= *min)
+}
+
+fn occupied(status: TaskStatus, best_effort: bool) -> bool {
+    status.is_allocated()
+        || status == TaskStatus::Succeeded
+        || (status == TaskStatus::Pending && best_effort)
+}
+
+/// Sets the condition of `type_`, replacing the previous one of that type: at most one per type.
+fn set_condition(conds: &mut Vec<PodGroupCondition>, c: PodGroupCondition) {
+    match conds.iter_mut().find(|x| x.type_ == c.type_) {
+        Some(x) => *x = c,
+        None => conds.push(c),
+    }
+}
+
+/// Marks a condition of `type_` False, so the newest True condition always tells the truth.
+fn clear_condition(conds: &mut [PodGroupCondition], type_: &str) {
+    for c in conds
+        .iter_mut()
+        .filter(|c| c.type_ == type_ && c.status == "True")
+    {
+        c.status = "False".to_string();
+    }
+}
+
+impl Plugin for Gang {
+    fn name(&self) -> &'static str {
+        "gang"
+    }
+
+    fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {
+        let job = s.job(j);
+        let valid = |st: TaskStatus, _| {
+            st.is_allocated()
+                || matches!(
+                    st,
+                    TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending
+                )
+        };
+        if roles_apply(s, j) {
+            let have = per_role(s, j, valid);
+            for (role, min) in &job.min_task_member {
+                let n = have.get(role).copied().unwrap_or(0);
+                if n < *min {
+                    return Some(Err((
+                        "NotEnoughPodsOfTask".to_string(),
+                        format!(
+                            "not enough pods of task {role:?} for gang-scheduling: valid {n}, min {min}"
+                        ),
+                    )));
+                }
+            }
+        }
+        let valid_num = job.valid_task_num();
+        if i64::from(valid_num) < i64::from(job.min_available) {
+            return Some(Err((
+                "NotEnoughTasks".to_string(),
+                format!(
+                    "Not enough valid tasks for gang-scheduling, valid: {valid_num}, min: {}",
+                    job.min_available
+                ),
+            )));
+        }
+        Some(Ok(()))
+    }
+
+    fn job_ready(&self, s: &Snapshot, j: JobId) -> Option<bool> {
+        Some(roles_satisfied(s, j, occupied) && s.job(j).is_ready())
+    }
+
+    fn job_pipelined(&self, s: &Snapshot, j: JobId) -> Option<Vote> {
+        let ok = roles_satisfied(s, j, |st, be| {
+            occupied(st, be) || st == TaskStatus::Pipelined
+        }) && s.job(j).is_pipelined();
+        Some(if ok { Vote::Permit } else { Vote::Reject })
+    }
+
+    fn job_starving(&self, s: &Snapshot, j: JobId) -> Option<bool> {
+        Some(s.job(j).is_starving())
+    }
+
+    fn job_order(&self, s: &Snapshot, l: JobId, r: JobId) -> Option<Ordering> {
+        Some(match (s.job(l).is_ready(), s.job(r).is_ready()) {
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => Ordering::Equal,
+        })
+    }
+
+    fn on_session_close(&mut self, s: &mut Snapshot, session_uid: &str) {
+        for j in s.job_ids() {
+            let ready = roles_satisfied(s, j, occupied) && s.job(j).is_ready();
+            let condition = if ready {
+                PodGroupCondition {
+                    type_: SCHEDULED.to_string(),
+                    status: "True".to_string(),
+                    transition_id: session_uid.to_string(),
+                    reason: "tasks in gang are ready to be scheduled".to_string(),
+                    ..Default::default()
+                }
+            } else {
+                let (_, message) = gang_unschedulable(s, j);
+                PodGroupCondition {
+                    type_: UNSCHEDULABLE.to_string(),
+                    status: "True".to_string(),
+                    transition_id: session_uid.to_string(),
+                    reason: NOT_ENOUGH_RESOURCES.to_string(),
+                    message,
+                    ..Default::default()
+                }
+            };
+            let job = s.job_mut(j);
+            clear_condition(
+                &mut job.conditions,
+                if ready { UNSCHEDULABLE } else { SCHEDULED },
+            );
+            set_condition(&mut job.conditions, condition);
+        }
+    }
+}

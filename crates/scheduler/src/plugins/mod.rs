@@ -1,0 +1,37 @@
+//! The plugins volcano-rs implements, by their Volcano names.
+
+mod binpack;
+mod conformance;
+mod drf;
+mod gang;
+mod nodeorder;
+mod overcommit;
+mod predicates;
+mod priority;
+mod proportion;
+mod queue_accounting;
+
+use crate::conf::PluginOption;
+use crate::framework::Plugin;
+use crate::model::Snapshot;
+
+pub use nodeorder::non_zero;
+pub use predicates::{node_affinity_matches, tolerates_all};
+
+/// Builds the plugin `opt` names over the session's snapshot; `None` for a name this build does
+/// not implement (configuration parsing has already rejected or reported those).
+pub fn build(opt: &PluginOption, s: &Snapshot) -> Option<Box<dyn Plugin>> {
+    let args = &opt.arguments;
+    Some(match opt.name.as_str() {
+        "priority" => Box::new(priority::Priority),
+        "gang" => Box::new(gang::Gang),
+        "conformance" => Box::new(conformance::Conformance),
+        "drf" => Box::new(drf::Drf::new(s)),
+        "proportion" => Box::new(proportion::Proportion::new(s)),
+        "predicates" => Box::new(predicates::Predicates::new(args)),
+        "nodeorder" => Box::new(nodeorder::NodeOrder::new(args)),
+        "binpack" => Box::new(binpack::Binpack::new(args, s)),
+        "overcommit" => Box::new(overcommit::Overcommit::new(args, s)),
+        _ => return None,
+    })
+}

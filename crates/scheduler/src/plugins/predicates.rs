@@ -1,0 +1,247 @@
+//! `predicates`: the Kubernetes filters Volcano wraps: pod count, unschedulable nodes, node
+//! selector and required node affinity, taints and tolerations.
+//!
+//! Resource fit is not here: allocate checks requests against node idle itself, as in Volcano.
+//! Not implemented yet (documented in the README): host ports, inter-pod affinity, volume and
+//! topology-spread filters.
+
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
+};
+use volcano_api::k8s_openapi;
+
+use crate::conf::Arguments;
+use crate::fit::FitReason;
+use crate::framework::Plugin;
+use crate::model::{NodeId, Snapshot, TaskId};
+use crate::resource::PODS_DIM;
+
+/// The predicates plugin.
+pub struct Predicates {
+    node_affinity: bool,
+    taint_toleration: bool,
+}
+
+impl Predicates {
+    /// Reads the `predicate.*Enable` arguments.
+    pub fn new(args: &Arguments) -> Self {
+        Predicates {
+            node_affinity: args.bool_or("predicate.NodeAffinityEnable", true),
+            taint_toleration: args.bool_or("predicate.TaintTolerationEnable", true),
+        }
+    }
+}
+
+fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+fn requirement_matches(node: &Node, r: &NodeSelectorRequirement, field: bool) -> bool {
+    let value = if field {
+        (r.key == "metadata.name").then(|| node.metadata.name.as_deref().unwrap_or(""))
+    } else {
+        label(node, &r.key)
+    };
+    let values = r.values.as_deref().unwrap_or(&[]);
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(v), Some(bound)) = (
+                value.and_then(|v| v.parse::<i64>().ok()),
+                values.first().and_then(|b| b.parse::<i64>().ok()),
+            ) else {
+                return false;
+            };
+            if r.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Whether `node` satisfies a node selector term (all its requirements).
+pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
+    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
+    let fields = term.match_fields.as_deref().unwrap_or(&[]);
+    if exprs.is_empty() && fields.is_empty() {
+        // An empty term matches nothing, as in Kubernetes.
+        return false;
+    }
+    exprs.iter().all(|r| requirement_matches(node, r, false))
+        && fields.iter().all(|r| requirement_matches(node, r, true))
+}
+
+/// Whether `node` satisfies the pod's `nodeSelector` and required node affinity.
+pub fn node_affinity_matches(pod: &Pod, node: &Node) -> bool {
+    let Some(spec) = &pod.spec else { return true };
+    if let Some(sel) = &spec.node_selector
+        && !sel.iter().all(|(k, v)| label(node, k) == Some(v.as_str()))
+    {
+        return false;
+    }
+    let required = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        });
+    match required {
+        Some(r) => r.node_selector_terms.iter().any(|t| term_matches(node, t)),
+        None => true,
+    }
+}
+
+fn tolerates(t: &Toleration, taint: &Taint) -> bool {
+    if let Some(effect) = t.effect.as_deref()
+        && !effect.is_empty()
+        && effect != taint.effect
+    {
+        return false;
+    }
+    let key = t.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match t.operator.as_deref().unwrap_or("Equal") {
+        "Exists" => true,
+        "Equal" | "" => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
+        _ => false,
+    }
+}
+
+/// The first taint with one of `effects` that the tolerations do not tolerate.
+pub fn tolerates_all<'a>(
+    tolerations: &[Toleration],
+    taints: &'a [Taint],
+    effects: &[&str],
+) -> Result<(), &'a Taint> {
+    for taint in taints
+        .iter()
+        .filter(|t| effects.contains(&t.effect.as_str()))
+    {
+        if !tolerations.iter().any(|t| tolerates(t, taint)) {
+            return Err(taint);
+        }
+    }
+    Ok(())
+}
+
+impl Plugin for Predicates {
+    fn name(&self) -> &'static str {
+        "predicates"
+    }
+
+    fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
+        let node = s.node(n);
+        let pod = &s.task(t).pod;
+        let max_pods = node.allocatable.get(PODS_DIM) / 1000;
+        if max_pods <= node.pod_count() as i64 {
+            return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
+        }
+        let tolerations = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or(&[]);
+        let node_spec = node.node.spec.as_ref();
+        if node_spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+            let taint = Taint {
+                key: "node.kubernetes.io/unschedulable".into(),
+                effect: "NoSchedule".into(),
+                ..Default::default()
+            };
+            if !tolerations.iter().any(|t| tolerates(t, &taint)) {
+                return Some(Err(FitReason::unresolvable("node(s) were unschedulable")));
+            }
+        }
+        if self.node_affinity && !node_affinity_matches(pod, &node.node) {
+            return Some(Err(FitReason::unresolvable(
+                "node(s) didn't match Pod's node affinity/selector",
+            )));
+        }
+        if self.taint_toleration {
+            let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
+            if let Err(taint) = tolerates_all(tolerations, taints, &["NoSchedule", "NoExecute"]) {
+                return Some(Err(FitReason::unresolvable(format!(
+                    "node(s) had untolerated taint {{{}: {}}}",
+                    taint.key,
+                    taint.value.as_deref().unwrap_or("")
+                ))));
+            }
+        }
+        Some(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            ..Default::default()
+        }
+    }
+
+    fn tol(key: &str, op: &str, value: Option<&str>, effect: Option<&str>) -> Toleration {
+        Toleration {
+            key: Some(key.into()),
+            operator: Some(op.into()),
+            value: value.map(Into::into),
+            effect: effect.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn taints_need_matching_tolerations() {
+        let taints = [taint("gpu", "reserved", "NoSchedule")];
+        assert!(tolerates_all(&[], &taints, &["NoSchedule"]).is_err());
+        assert!(
+            tolerates_all(
+                &[tol("gpu", "Equal", Some("reserved"), None)],
+                &taints,
+                &["NoSchedule"]
+            )
+            .is_ok()
+        );
+        assert!(
+            tolerates_all(
+                &[tol("gpu", "Equal", Some("other"), None)],
+                &taints,
+                &["NoSchedule"]
+            )
+            .is_err()
+        );
+        assert!(
+            tolerates_all(
+                &[tol("gpu", "Exists", None, Some("NoSchedule"))],
+                &taints,
+                &["NoSchedule"]
+            )
+            .is_ok()
+        );
+        assert!(
+            tolerates_all(
+                &[tol("gpu", "Exists", None, Some("NoExecute"))],
+                &taints,
+                &["NoSchedule"]
+            )
+            .is_err()
+        );
+        assert!(tolerates_all(&[tol("", "Exists", None, None)], &taints, &["NoSchedule"]).is_ok());
+        let soft = [taint("gpu", "reserved", "PreferNoSchedule")];
+        assert!(tolerates_all(&[], &soft, &["NoSchedule", "NoExecute"]).is_ok());
+    }
+}
