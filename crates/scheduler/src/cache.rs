@@ -240,7 +240,9 @@ fn queue_info(b: &Builder, q: &Queue) -> Result<QueueInfo, BuildError> {
     })
 }
 
-fn implicit_queue(name: &str) -> Queue {
+/// The Queue object the scheduler creates at startup when `name` (`root` or the default queue)
+/// does not exist, as Volcano's `newDefaultAndRootQueue` does.
+pub fn implicit_queue(name: &str) -> Queue {
     let mut q = Queue::new(name, QueueSpec::default());
     if name == keys::ROOT_QUEUE {
         q.spec.reclaimable = Some(false);

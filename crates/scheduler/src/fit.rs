@@ -95,10 +95,10 @@ impl FitErrors {
     /// `0/12 nodes are available: 8 Insufficient nvidia.com/gpu (task asks 4, largest free 2),
     /// 4 node(s) had untolerated taint {gpu: reserved}`.
     pub fn message(&self, dims: &Dims) -> String {
-        let head = format!("0/{} nodes are available", self.total_nodes);
         if let Some(err) = &self.error {
-            return format!("{head}: {err}");
+            return err.clone();
         }
+        let head = format!("0/{} nodes are available", self.total_nodes);
         if self.reasons.is_empty() {
             return head;
         }
