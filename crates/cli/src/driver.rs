@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
-use volcano_api::scheduling::{PodGroupStatus, QueueStatus};
 use volcano_api::keys;
+use volcano_api::scheduling::{PodGroupStatus, QueueStatus};
 use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Event, SessionOptions, Unschedulable};
@@ -55,7 +55,11 @@ pub fn run_sessions(
     let opts = CacheOptions::default();
     // The scheduler creates `root` and the default queue at startup when they are missing.
     for name in [keys::ROOT_QUEUE, opts.default_queue.as_str()] {
-        if !objs.queues.iter().any(|q| q.metadata.name.as_deref() == Some(name)) {
+        if !objs
+            .queues
+            .iter()
+            .any(|q| q.metadata.name.as_deref() == Some(name))
+        {
             objs.queues.push(implicit_queue(name));
         }
     }

@@ -31,10 +31,15 @@ pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
         Format::Text => output::text(&run),
     };
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.write_all(b"\n")) {
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+    {
         // A reader that stopped early (`| head`) is not an error worth reporting.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the result to stdout").map_err(Failure::Internal),
+        other => other
+            .context("writing the result to stdout")
+            .map_err(Failure::Internal),
     }
 }
 

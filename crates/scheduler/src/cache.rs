@@ -186,9 +186,14 @@ fn task_status(pod: &Pod) -> TaskStatus {
     }
 }
 
+/// The task index Volcano reads from a pod name `<job>-<task>-<index>`: only names of at least
+/// three dash-separated parts carry one.
 fn name_index(name: &str) -> Option<i64> {
-    let (_, suffix) = name.rsplit_once('-')?;
-    suffix.parse().ok()
+    let parts: Vec<&str> = name.split('-').collect();
+    if parts.len() < 3 {
+        return None;
+    }
+    parts.last()?.parse().ok()
 }
 
 fn queue_info(b: &Builder, q: &Queue) -> Result<QueueInfo, BuildError> {

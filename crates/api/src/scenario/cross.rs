@@ -203,16 +203,8 @@ fn priority_classes(scenario: &Scenario, refs: &References) -> Result<(), LoadEr
             return Err(err);
         }
     }
-    for pg in &objects.pod_groups {
-        let s = site(scenario, "PodGroup", &pg.metadata);
-        if let Some(err) = refs.priority_class_error(
-            &s,
-            "spec.priorityClassName",
-            Some(&pg.spec.priority_class_name),
-        ) {
-            return Err(err);
-        }
-    }
+    // A PodGroup's class is not checked: no admission plugin checks it in a cluster, and
+    // Volcano falls back to the global default priority when it names an unknown class.
     for job in &objects.jobs {
         let s = site(scenario, "Job", &job.metadata);
         if let Some(err) = refs.priority_class_error(

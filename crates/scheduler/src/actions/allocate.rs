@@ -35,10 +35,17 @@ fn need_continue(ssn: &Session, j: JobId, failed_roles: &BTreeSet<String>) -> bo
     }
     for role in failed_roles {
         if let Some(min) = job.min_task_member.get(role) {
+            // Volcano's getJobAllocatedRoles: allocated, succeeded, and pending BestEffort tasks.
             let allocated = job
                 .tasks
                 .iter()
-                .filter(|&&t| s.task(t).status.is_allocated() && role_of(t) == *role)
+                .filter(|&&t| {
+                    let task = s.task(t);
+                    let occupied = task.status.is_allocated()
+                        || task.status == TaskStatus::Succeeded
+                        || (task.status == TaskStatus::Pending && task.best_effort);
+                    occupied && role_of(t) == *role
+                })
                 .count() as i64;
             if allocated < i64::from(*min) {
                 return false;
@@ -59,6 +66,7 @@ pub fn execute(ssn: &mut Session) {
     let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
     let mut jobs: HashMap<QueueId, PriorityQueue<JobId>> = HashMap::new();
     let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
+    let mut failed_roles_by_job: HashMap<JobId, BTreeSet<String>> = HashMap::new();
     for j in ssn.jobs() {
         if ssn.snap.job(j).is_pending() {
             if enqueue_enabled {
@@ -120,7 +128,9 @@ pub fn execute(ssn: &mut Session) {
             continue;
         };
         let mut stmt = Statement::new();
-        let mut failed_roles: BTreeSet<String> = BTreeSet::new();
+        // Roles that failed predicates stay failed for the whole action, as Volcano derives
+        // them from the job's recorded fit errors.
+        let mut failed_roles = failed_roles_by_job.remove(&j).unwrap_or_default();
         while let Some(t) = job_tasks.pop(&mut |a, b| ssn.task_order_less(a, b)) {
             let nodes_total = ssn.snap.nodes.len();
             if let Err(reason) = ssn.allocatable(q, t) {
@@ -182,6 +192,7 @@ pub fn execute(ssn: &mut Session) {
                 break;
             }
         }
+        failed_roles_by_job.insert(j, failed_roles);
         if ssn.job_ready(j) {
             ssn.commit(stmt);
             if !job_tasks.is_empty() {

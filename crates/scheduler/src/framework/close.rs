@@ -170,6 +170,29 @@ pub fn gang_unschedulable(s: &Snapshot, j: JobId) -> (String, String) {
     (reason, message)
 }
 
+/// A job whose gang is only short because some of its scheduled pods are terminating, with
+/// nothing left to schedule: not reported unschedulable.
+pub fn satisfied_by_releasing(s: &Snapshot, j: JobId) -> bool {
+    let job = s.job(j);
+    let releasing = job
+        .tasks
+        .iter()
+        .filter(|&&t| {
+            s.task(t).status == TaskStatus::Releasing && s.task(t).bound_node_name.is_some()
+        })
+        .count() as i64;
+    if releasing == 0 || job.count(TaskStatus::Pending) > 0 || job.count(TaskStatus::Pipelined) > 0
+    {
+        return false;
+    }
+    let scheduled = job
+        .tasks
+        .iter()
+        .filter(|&&t| s.task(t).status.is_scheduled())
+        .count() as i64;
+    scheduled + releasing >= i64::from(job.min_available)
+}
+
 /// The newest condition with status True, as persisted.
 pub fn newest_true_condition(conds: &[PodGroupCondition]) -> Option<&PodGroupCondition> {
     conds
@@ -271,7 +294,7 @@ impl Session {
         let phase = if job.count(TaskStatus::Running) > 0 && unschedulable_now {
             PgPhase::Unknown
         } else if scheduled >= i64::from(job.min_available) {
-            if scheduled == i64::from(finished) && scheduled > 0 {
+            if scheduled == i64::from(finished) {
                 PgPhase::Completed
             } else {
                 PgPhase::Running
@@ -342,17 +365,14 @@ impl Session {
             });
         }
         if !job.is_ready() {
+            if satisfied_by_releasing(s, j) {
+                return None;
+            }
             let (reason, message) = gang_unschedulable(s, j);
             return Some(Unschedulable { reason, message });
         }
-        let left = job.count(TaskStatus::Pending)
-            - job.pending_best_effort.min(job.count(TaskStatus::Pending))
-            + job.count(TaskStatus::Pipelined);
-        let left = if job.count(TaskStatus::Pending) > 0 {
-            job.count(TaskStatus::Pending) + job.count(TaskStatus::Pipelined)
-        } else {
-            left
-        };
+        // The gang is satisfied; any task still waiting for a node is reported all the same.
+        let left = job.count(TaskStatus::Pending) + job.count(TaskStatus::Pipelined);
         if left == 0 {
             return None;
         }
@@ -361,15 +381,23 @@ impl Session {
             .as_ref()
             .map(|(r, _)| r.clone())
             .unwrap_or_else(|| NOT_ENOUGH_RESOURCES.to_string());
-        Some(Unschedulable {
-            reason,
-            message: format!(
+        // Pending BestEffort tasks count towards the gang, so "ready" may not yet mean the
+        // minimum is on nodes; say which case this is.
+        let message = if i64::from(job.ready_task_num()) >= i64::from(job.min_available) {
+            format!(
                 "{left}/{} tasks unschedulable beyond the gang minimum of {}: {}",
                 job.tasks.len(),
                 job.min_available,
                 job_detail(s, j)
-            ),
-        })
+            )
+        } else {
+            format!(
+                "{left}/{} tasks unschedulable: {}",
+                job.tasks.len(),
+                job_detail(s, j)
+            )
+        };
+        Some(Unschedulable { reason, message })
     }
 
     fn close_queues(&self, d: &mut Decisions) {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use volcano_api::scheduling::PodGroupCondition;
 
-use crate::framework::close::{NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable};
+use crate::framework::close::{
+    NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, satisfied_by_releasing,
+};
 use crate::framework::{Plugin, Vote};
 use crate::model::{JobId, Snapshot, TaskStatus};
 
@@ -138,7 +140,14 @@ impl Plugin for Gang {
 
     fn on_session_close(&mut self, s: &mut Snapshot, session_uid: &str) {
         for j in s.job_ids() {
-            let ready = roles_satisfied(s, j, occupied) && s.job(j).is_ready();
+            // Volcano writes no condition for a PodGroup whose pods do not exist yet.
+            if s.job(j).tasks.is_empty() {
+                continue;
+            }
+            let ready = s.job(j).is_ready();
+            if !ready && satisfied_by_releasing(s, j) {
+                continue;
+            }
             let condition = if ready {
                 PodGroupCondition {
                     type_: SCHEDULED.to_string(),

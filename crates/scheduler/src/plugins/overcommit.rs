@@ -1,7 +1,7 @@
 //! `overcommit`: admits a job only while the minimum resources of everything admitted fit in
 //! the cluster's idle resources scaled by `overcommit-factor` (default 1.2).
 
-use super::queue_accounting::job_inqueue;
+use super::queue_accounting::{InqueueRule, job_inqueue};
 use crate::conf::Arguments;
 use crate::framework::{Plugin, Verdict};
 use crate::model::{JobId, Snapshot};
@@ -32,7 +32,7 @@ impl Overcommit {
         }
         let mut inqueue = s.dims.zero();
         for j in s.job_ids() {
-            if let Some(r) = job_inqueue(s, j) {
+            if let Some(r) = job_inqueue(s, j, InqueueRule::WholeMinimum) {
                 inqueue.add(&r);
             }
         }

@@ -3,14 +3,25 @@
 use crate::model::{JobId, PgPhase, QueueId, Snapshot, TaskStatus};
 use crate::resource::Resource;
 
-/// Resources a job has reserved through admission but not yet used, as Volcano's proportion and
-/// overcommit count them: an Inqueue job's whole `minResources`; a Running job with all its gang
+/// How an Inqueue job's reservation is counted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum InqueueRule {
+    /// The whole `minResources` (overcommit).
+    WholeMinimum,
+    /// `minResources` less what the job already holds (proportion: what is allocated is
+    /// already in the queue's `allocated`).
+    UnusedMinimum,
+}
+
+/// Resources a job has reserved through admission but not yet used: an Inqueue job's
+/// `minResources` (whole or unused part, per `rule`); a Running job with all its gang
 /// allocated, the part of `minResources` it does not use yet.
-pub fn job_inqueue(s: &Snapshot, j: JobId) -> Option<Resource> {
+pub fn job_inqueue(s: &Snapshot, j: JobId, rule: InqueueRule) -> Option<Resource> {
     let job = s.job(j);
     let min = job.min_resources.as_ref()?;
     match job.phase {
-        PgPhase::Inqueue => Some(min.clone()),
+        PgPhase::Inqueue if rule == InqueueRule::WholeMinimum => Some(min.clone()),
+        PgPhase::Inqueue => Some(min.exceeded_part(&job.allocated)),
         PgPhase::Running => {
             let allocated_tasks = job
                 .tasks
@@ -57,7 +68,7 @@ pub fn queue_sums(s: &Snapshot) -> Vec<Option<QueueSums>> {
                 entry.request.add(&task.resreq);
             }
         }
-        if let Some(r) = job_inqueue(s, j) {
+        if let Some(r) = job_inqueue(s, j, InqueueRule::UnusedMinimum) {
             entry.inqueue.add(&r);
         }
         let min = job.min_resources.clone().unwrap_or_else(|| s.dims.zero());

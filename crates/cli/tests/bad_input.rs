@@ -1,0 +1,176 @@
+//! Bad input gives exit status 2 and one clear message naming the file, document, object and
+//! field; nothing panics.
+
+// Test helpers outside #[test] functions: a failure to write a temp file is a broken test machine.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const QUEUE: &str = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q1}\nspec: {weight: 1}\n";
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi}}\n";
+
+fn pg(queue: &str) -> String {
+    format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: pg1, namespace: team}}\nspec: {{minMember: 1, queue: {queue}}}\n"
+    )
+}
+
+fn pod(group: &str, cpu: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p1, namespace: team, annotations: {{scheduling.k8s.io/group-name: {group}}}}}\n\
+         spec: {{schedulerName: volcano, containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]}}\n"
+    )
+}
+
+fn conf(text: &str) -> String {
+    let indented: String = text.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: volcano-scheduler-configmap, namespace: volcano-system}}\ndata:\n  volcano-scheduler.conf: |\n{indented}"
+    )
+}
+
+/// Writes `docs` as one scenario file and runs `volcano schedule` on it.
+fn run(name: &str, docs: &[String]) -> (i32, String, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("volcano-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, docs.join("---\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .args(["schedule", "-f"])
+        .arg(&path)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.stdout.is_empty(),
+        "{name}: bad input must print nothing on stdout"
+    );
+    (out.status.code().unwrap_or(-1), stderr, path)
+}
+
+fn expect_error(name: &str, docs: &[String], parts: &[&str]) {
+    let (code, stderr, path) = run(name, docs);
+    assert_eq!(code, 2, "{name}: exit status (stderr: {stderr})");
+    assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+    assert!(
+        stderr.contains(&path.display().to_string()),
+        "{name}: message names the file: {stderr}"
+    );
+    for p in parts {
+        assert!(
+            stderr.contains(p),
+            "{name}: message should contain {p:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        stderr.trim().lines().count(),
+        1,
+        "{name}: one message: {stderr}"
+    );
+}
+
+#[test]
+fn malformed_yaml() {
+    expect_error(
+        "malformed",
+        &[QUEUE.into(), "kind: Node\nmetadata: {name: [\n".into()],
+        &["document 2"],
+    );
+}
+
+#[test]
+fn unknown_kind() {
+    expect_error(
+        "unknown-kind",
+        &["apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n".into()],
+        &["document 1", "unknown kind Deployment"],
+    );
+}
+
+#[test]
+fn bad_quantities() {
+    for (i, bad) in ["12x", "-1"].iter().enumerate() {
+        expect_error(
+            &format!("bad-quantity-{i}"),
+            &[QUEUE.into(), NODE.into(), pg("q1"), pod("pg1", bad)],
+            &[
+                "document 4",
+                "Pod team/p1",
+                "spec.containers[0].resources.requests.cpu",
+                bad,
+            ],
+        );
+    }
+}
+
+#[test]
+fn pod_naming_a_missing_podgroup() {
+    expect_error(
+        "missing-pg",
+        &[QUEUE.into(), NODE.into(), pg("q1"), pod("nope", "1")],
+        &[
+            "document 4",
+            "Pod team/p1",
+            "scheduling.k8s.io/group-name",
+            "nope",
+        ],
+    );
+}
+
+#[test]
+fn podgroup_naming_a_missing_queue() {
+    expect_error(
+        "missing-queue",
+        &[NODE.into(), pg("q9")],
+        &["document 2", "PodGroup team/pg1", "spec.queue", "q9"],
+    );
+}
+
+#[test]
+fn duplicate_objects() {
+    expect_error(
+        "duplicate",
+        &[QUEUE.into(), QUEUE.into()],
+        &["document 2", "Queue q1", "document 1"],
+    );
+}
+
+#[test]
+fn unknown_action_or_plugin_in_the_conf() {
+    expect_error(
+        "unknown-action",
+        &[
+            QUEUE.into(),
+            conf("actions: \"enqueue, alocate\"\ntiers:\n- plugins:\n  - name: gang\n"),
+        ],
+        &[
+            "document 2",
+            "volcano-scheduler.conf",
+            "unknown action \"alocate\"",
+        ],
+    );
+    expect_error(
+        "unknown-plugin",
+        &[
+            QUEUE.into(),
+            conf("actions: \"allocate\"\ntiers:\n- plugins:\n  - name: gnag\n"),
+        ],
+        &[
+            "document 2",
+            "tiers[0].plugins[0].name",
+            "unknown plugin \"gnag\"",
+        ],
+    );
+}
+
+#[test]
+fn jobs_are_refused_until_the_job_controller_lands() {
+    let job = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j1, namespace: team}\nspec: {queue: q1, tasks: [{name: w, replicas: 1}]}\n";
+    expect_error(
+        "job",
+        &[QUEUE.into(), job.into()],
+        &["document 2", "Job team/j1", "job controller"],
+    );
+}
