@@ -44,17 +44,28 @@ struct Case {
     expect: PathBuf,
 }
 
-fn scenario_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("scenarios")
+/// The case directories: this crate's scenarios, and the user-facing examples, which carry
+/// expectations too so that what the README shows stays true.
+fn scenario_dirs() -> Vec<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    vec![
+        manifest.join("tests").join("scenarios"),
+        manifest.join("../../examples"),
+    ]
 }
 
 fn discover(filter: Option<&str>) -> Vec<Case> {
-    let dir = scenario_dir();
-    let entries = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read scenario directory {}: {e}", dir.display()));
     let mut cases = Vec::new();
+    for dir in scenario_dirs() {
+        discover_in(&dir, filter, &mut cases);
+    }
+    cases.sort_by(|a, b| a.id.cmp(&b.id));
+    cases
+}
+
+fn discover_in(dir: &Path, filter: Option<&str>, cases: &mut Vec<Case>) {
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read scenario directory {}: {e}", dir.display()));
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(id) = name.strip_suffix(".expect.json") else {
@@ -73,8 +84,6 @@ fn discover(filter: Option<&str>) -> Vec<Case> {
             expect: entry.path(),
         });
     }
-    cases.sort_by(|a, b| a.id.cmp(&b.id));
-    cases
 }
 
 /// The first lines of a process stream, joined, as run.py shows them.
@@ -511,8 +520,8 @@ fn scenarios_match_volcano() {
     let cases = discover(filter.as_deref());
     assert!(
         !cases.is_empty(),
-        "no scenario case found in {} (filter {filter:?})",
-        scenario_dir().display()
+        "no scenario case found in {:?} (filter {filter:?})",
+        scenario_dirs()
     );
 
     let next = AtomicUsize::new(0);

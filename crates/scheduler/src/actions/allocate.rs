@@ -4,10 +4,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::job_queues::JobQueues;
 use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, select_best_node};
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, PgPhase, QueueId, TaskId, TaskStatus};
+use crate::model::{JobId, PgPhase, TaskId, TaskStatus};
 
 /// Reason recorded for a job whose queue took nothing more this session.
 pub const QUEUE_OVERUSED: &str = "QueueOverused";
@@ -63,8 +64,7 @@ pub fn execute(ssn: &mut Session) {
     let mut finder = NodeFinder::new();
     let mut scores = Vec::new();
 
-    let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
-    let mut jobs: HashMap<QueueId, PriorityQueue<JobId>> = HashMap::new();
+    let mut order = JobQueues::new();
     let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
     let mut failed_roles_by_job: HashMap<JobId, BTreeSet<String>> = HashMap::new();
     for j in ssn.jobs() {
@@ -89,39 +89,27 @@ pub fn execute(ssn: &mut Session) {
             continue;
         }
         tasks.insert(j, pq);
-        let q = ssn.snap.job(j).queue;
-        if let std::collections::hash_map::Entry::Vacant(e) = jobs.entry(q) {
-            e.insert(PriorityQueue::new());
-            queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
-        }
-        if let Some(jq) = jobs.get_mut(&q) {
-            jq.push(j, &mut |a, b| ssn.job_order_less(a, b));
-        }
+        order.push_job(ssn, j);
     }
 
-    while let Some(q) = queues.pop(&mut |a, b| ssn.queue_order_less(a, b)) {
+    while let Some(q) = order.pop_queue(ssn) {
         if ssn.overused(q) {
             // Every job still waiting in this queue learns why it got nothing.
             let name = ssn.snap.queue(q).name.clone();
-            if let Some(jq) = jobs.get_mut(&q) {
-                while let Some(j) = jq.pop(&mut |a, b| ssn.job_order_less(a, b)) {
-                    let job = ssn.snap.job_mut(j);
-                    if job.job_fit_error.is_none() && job.fit_errors.is_empty() {
-                        job.job_fit_error = Some((
-                            QUEUE_OVERUSED.to_string(),
-                            format!(
-                                "queue {name} is overused: it already has its deserved share on every resource"
-                            ),
-                        ));
-                    }
+            while let Some(j) = order.pop_job(ssn, q) {
+                let job = ssn.snap.job_mut(j);
+                if job.job_fit_error.is_none() && job.fit_errors.is_empty() {
+                    job.job_fit_error = Some((
+                        QUEUE_OVERUSED.to_string(),
+                        format!(
+                            "queue {name} is overused: it already has its deserved share on every resource"
+                        ),
+                    ));
                 }
             }
             continue;
         }
-        let Some(j) = jobs
-            .get_mut(&q)
-            .and_then(|jq| jq.pop(&mut |a, b| ssn.job_order_less(a, b)))
-        else {
+        let Some(j) = order.pop_job(ssn, q) else {
             continue;
         };
         let Some(mut job_tasks) = tasks.remove(&j) else {
@@ -197,9 +185,7 @@ pub fn execute(ssn: &mut Session) {
             ssn.commit(stmt);
             if !job_tasks.is_empty() {
                 tasks.insert(j, job_tasks);
-                if let Some(jq) = jobs.get_mut(&q) {
-                    jq.push(j, &mut |a, b| ssn.job_order_less(a, b));
-                }
+                order.push_job(ssn, j);
             }
         } else if ssn.job_pipelined(j) {
             // Kept uncommitted: the placements reserve their nodes for the rest of the session.
@@ -207,7 +193,7 @@ pub fn execute(ssn: &mut Session) {
         } else {
             ssn.discard(stmt);
         }
-        queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
+        order.push_queue(ssn, q);
     }
 }
 

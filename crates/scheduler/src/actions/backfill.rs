@@ -4,15 +4,15 @@
 
 use std::collections::HashMap;
 
+use super::job_queues::JobQueues;
 use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, select_best_node};
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session};
-use crate::model::{JobId, QueueId, TaskId, TaskStatus};
+use crate::model::{JobId, TaskId, TaskStatus};
 
 /// Runs backfill.
 pub fn execute(ssn: &mut Session) {
-    let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
-    let mut jobs: HashMap<QueueId, PriorityQueue<JobId>> = HashMap::new();
+    let mut order = JobQueues::new();
     let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
     for j in ssn.jobs() {
         if ssn.snap.job(j).is_pending() || ssn.job_valid(j).is_err() {
@@ -42,22 +42,14 @@ pub fn execute(ssn: &mut Session) {
             pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
         }
         tasks.insert(j, pq);
-        let q = ssn.snap.job(j).queue;
-        if let std::collections::hash_map::Entry::Vacant(e) = jobs.entry(q) {
-            e.insert(PriorityQueue::new());
-            queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
-        }
-        if let Some(jq) = jobs.get_mut(&q) {
-            jq.push(j, &mut |a, b| ssn.job_order_less(a, b));
-        }
+        order.push_job(ssn, j);
     }
-    let mut order = Vec::new();
-    while let Some(q) = queues.pop(&mut |a, b| ssn.queue_order_less(a, b)) {
-        let Some(jq) = jobs.get_mut(&q) else { continue };
-        while let Some(j) = jq.pop(&mut |a, b| ssn.job_order_less(a, b)) {
+    let mut flat = Vec::new();
+    while let Some(q) = order.pop_queue(ssn) {
+        while let Some(j) = order.pop_job(ssn, q) {
             if let Some(tq) = tasks.get_mut(&j) {
                 while let Some(t) = tq.pop(&mut |a, b| ssn.task_order_less(a, b)) {
-                    order.push((j, t));
+                    flat.push((j, t));
                 }
             }
         }
@@ -66,7 +58,7 @@ pub fn execute(ssn: &mut Session) {
     let mut cache = PredicateCache::new(false);
     let mut finder = NodeFinder::new();
     let mut scores = Vec::new();
-    for (j, t) in order {
+    for (j, t) in flat {
         let total = ssn.snap.nodes.len();
         if let Err(e) = ssn.pre_predicate(t) {
             ssn.snap

@@ -3,6 +3,7 @@
 mod allocate;
 mod backfill;
 mod enqueue;
+mod job_queues;
 mod nodes;
 
 use crate::framework::Session;

@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::plugin::{PluginSlot, Verdict, Vote};
+use super::plugin::{Plugin, PluginSlot, Verdict, Vote};
 use super::session::Session;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
@@ -14,50 +14,49 @@ impl Session {
         self.tiers.iter().flatten().filter(move |s| gate(&s.flags))
     }
 
+    /// The first enabled plugin with an opinion (a non-`Equal` answer) decides: `Some(true)`
+    /// when the left item goes first.
+    fn first_opinion(
+        &self,
+        gate: fn(&PluginFlags) -> bool,
+        order: impl Fn(&dyn Plugin) -> Option<Ordering>,
+    ) -> Option<bool> {
+        self.enabled(gate)
+            .filter_map(|slot| order(slot.plugin.as_ref()))
+            .find(|o| *o != Ordering::Equal)
+            .map(|o| o == Ordering::Less)
+    }
+
     /// Whether job `l` goes before job `r`: the first plugin with an opinion decides, then
     /// creation time, then UID.
     pub fn job_order_less(&self, l: JobId, r: JobId) -> bool {
-        for slot in self.enabled(|f| f.job_order) {
-            if let Some(o) = slot.plugin.job_order(&self.snap, l, r)
-                && o != Ordering::Equal
-            {
-                return o == Ordering::Less;
-            }
-        }
-        let (a, b) = (self.snap.job(l), self.snap.job(r));
-        (a.creation, &a.uid) < (b.creation, &b.uid)
+        self.first_opinion(|f| f.job_order, |p| p.job_order(&self.snap, l, r))
+            .unwrap_or_else(|| {
+                let (a, b) = (self.snap.job(l), self.snap.job(r));
+                (a.creation, &a.uid) < (b.creation, &b.uid)
+            })
     }
 
     /// Whether queue `l` goes before queue `r`.
     pub fn queue_order_less(&self, l: QueueId, r: QueueId) -> bool {
-        for slot in self.enabled(|f| f.queue_order) {
-            if let Some(o) = slot.plugin.queue_order(&self.snap, l, r)
-                && o != Ordering::Equal
-            {
-                return o == Ordering::Less;
-            }
-        }
-        let (a, b) = (self.snap.queue(l), self.snap.queue(r));
-        (a.creation, &a.name) < (b.creation, &b.name)
+        self.first_opinion(|f| f.queue_order, |p| p.queue_order(&self.snap, l, r))
+            .unwrap_or_else(|| {
+                let (a, b) = (self.snap.queue(l), self.snap.queue(r));
+                (a.creation, &a.name) < (b.creation, &b.name)
+            })
     }
 
     /// Whether task `l` goes before task `r`: plugins, then the pod-name index, creation time
     /// and UID.
     pub fn task_order_less(&self, l: TaskId, r: TaskId) -> bool {
-        for slot in self.enabled(|f| f.task_order) {
-            if let Some(o) = slot.plugin.task_order(&self.snap, l, r)
-                && o != Ordering::Equal
-            {
-                return o == Ordering::Less;
-            }
-        }
-        let (a, b) = (self.snap.task(l), self.snap.task(r));
-        if let (Some(x), Some(y)) = (a.name_index, b.name_index)
-            && x != y
-        {
-            return x < y;
-        }
-        (a.creation, &a.uid) < (b.creation, &b.uid)
+        self.first_opinion(|f| f.task_order, |p| p.task_order(&self.snap, l, r))
+            .unwrap_or_else(|| {
+                let (a, b) = (self.snap.task(l), self.snap.task(r));
+                match (a.name_index, b.name_index) {
+                    (Some(x), Some(y)) if x != y => x < y,
+                    _ => (a.creation, &a.uid) < (b.creation, &b.uid),
+                }
+            })
     }
 
     /// All enabled pre-predicates must pass; the first failure is returned.

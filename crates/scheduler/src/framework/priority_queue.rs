@@ -3,9 +3,15 @@
 //! changes while it waits in the heap.
 
 /// A heap whose order is supplied on each push and pop.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PriorityQueue<T> {
     items: Vec<T>,
+}
+
+impl<T> Default for PriorityQueue<T> {
+    fn default() -> Self {
+        PriorityQueue { items: Vec::new() }
+    }
 }
 
 impl<T: Copy> PriorityQueue<T> {
