@@ -10,7 +10,9 @@ use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::keys;
 use volcano_api::scheduling::{PodGroupStatus, QueueStatus};
-use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
+use volcano_scheduler::cache::{
+    BuildError, CacheOptions, apply_decisions, build_snapshot, implicit_queue,
+};
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Event, SessionOptions, Unschedulable};
 
@@ -34,14 +36,6 @@ pub struct Run {
     pub events: Vec<Event>,
     /// Nodes that were out of sync in the last session.
     pub out_of_sync_nodes: Vec<String>,
-}
-
-fn key(ns: Option<&String>, name: Option<&String>) -> String {
-    format!(
-        "{}/{}",
-        ns.map(String::as_str).unwrap_or("default"),
-        name.map(String::as_str).unwrap_or("")
-    )
 }
 
 /// Runs up to `limit` sessions; with `until_quiet`, stops after the first session that changes
@@ -85,41 +79,9 @@ pub fn run_sessions(
         let d = volcano_scheduler::run_session(snap, conf, session);
         run.sessions = i;
 
-        for (pod, node) in &d.binds {
-            if let Some(p) = objs
-                .pods
-                .iter_mut()
-                .find(|p| key(p.metadata.namespace.as_ref(), p.metadata.name.as_ref()) == *pod)
-                && let Some(spec) = p.spec.as_mut()
-            {
-                spec.node_name = Some(node.clone());
-            }
-            run.bindings.insert(pod.clone(), node.clone());
-        }
-        objs.pods.retain(|p| {
-            !d.evictions.contains(&key(
-                p.metadata.namespace.as_ref(),
-                p.metadata.name.as_ref(),
-            ))
-        });
+        apply_decisions(&mut objs, &d);
+        run.bindings.extend(d.binds.iter().cloned());
         run.evictions.extend(d.evictions.iter().cloned());
-        for update in &d.pod_groups {
-            if let Some(pg) = objs.pod_groups.iter_mut().find(|pg| {
-                key(pg.metadata.namespace.as_ref(), pg.metadata.name.as_ref()) == update.key
-            }) {
-                pg.status = Some(update.status.clone());
-            }
-        }
-        for q in &d.queues {
-            if let Some(obj) = objs
-                .queues
-                .iter_mut()
-                .find(|o| o.metadata.name.as_deref() == Some(q.name.as_str()))
-            {
-                obj.status.get_or_insert_with(Default::default).allocated =
-                    Some(q.allocated.clone());
-            }
-        }
         run.events.extend(d.events.iter().cloned());
         run.pipelined = d.pipelined.iter().cloned().collect();
         run.unschedulable = d.unschedulable.clone();

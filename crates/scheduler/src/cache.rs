@@ -214,11 +214,9 @@ fn queue_info(b: &Builder, q: &Queue) -> Result<QueueInfo, BuildError> {
         }
     }
     let allocated = q.status.as_ref().and_then(|s| s.allocated.as_ref());
-    let annotations = q.metadata.annotations.as_ref();
     Ok(QueueInfo {
         weight: spec.weight.max(1),
         capability,
-        has_capability,
         guarantee: b.list(
             spec.guarantee.as_ref().and_then(|g| g.resource.as_ref()),
             "spec.guarantee.resource",
@@ -236,11 +234,6 @@ fn queue_info(b: &Builder, q: &Queue) -> Result<QueueInfo, BuildError> {
         state: QueueState::parse(q.status.as_ref().map(|s| s.state.as_str()).unwrap_or("")),
         creation: seconds(&q.metadata.creation_timestamp),
         old_allocated: b.list(allocated, "status.allocated")?,
-        had_allocated: allocated.is_some(),
-        hierarchy: annotations.and_then(|a| a.get(keys::HIERARCHY)).cloned(),
-        hierarchy_weights: annotations
-            .and_then(|a| a.get(keys::HIERARCHY_WEIGHTS))
-            .cloned(),
         name,
     })
 }
@@ -421,7 +414,6 @@ fn job_info(
         counts: [0; TaskStatus::COUNT],
         pending_best_effort: 0,
         allocated: b.dims.zero(),
-        total_request: b.dims.zero(),
         fit_errors: BTreeMap::new(),
         job_fit_error: None,
         key,
@@ -505,7 +497,6 @@ fn add_pod(
             .and_then(|s| s.nominated_node_name.clone())
             .filter(|n| !n.is_empty()),
         pod: Arc::new(pod.clone()),
-        template: 0,
         last_tx_allocated: false,
         resreq,
         namespace,
@@ -518,7 +509,6 @@ fn add_pod(
         if best_effort {
             info.pending_best_effort += 1;
         }
-        info.total_request.add(&task.resreq);
     }
     snap.tasks.push(task);
     let node = node_name
@@ -538,4 +528,53 @@ fn annotation<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {
         .as_ref()
         .and_then(|a| a.get(key))
         .map(String::as_str)
+}
+
+fn object_key(m: &ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or("")
+    )
+}
+
+/// Applies a session's decisions to the objects as a cluster would: bound pods get their node,
+/// evicted pods are removed, PodGroup status and Queue `allocated` are written. The inverse
+/// step of [`build_snapshot`], for whoever keeps the objects (the CLI driver, tests).
+pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
+    let binds: HashMap<&str, &str> = d
+        .binds
+        .iter()
+        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .collect();
+    let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+    for p in &mut objs.pods {
+        if let Some(node) = binds.get(object_key(&p.metadata).as_str())
+            && let Some(spec) = p.spec.as_mut()
+        {
+            spec.node_name = Some((*node).to_string());
+        }
+    }
+    objs.pods
+        .retain(|p| !evicted.contains(object_key(&p.metadata).as_str()));
+    let statuses: HashMap<&str, _> = d
+        .pod_groups
+        .iter()
+        .map(|u| (u.key.as_str(), &u.status))
+        .collect();
+    for pg in &mut objs.pod_groups {
+        if let Some(status) = statuses.get(object_key(&pg.metadata).as_str()) {
+            pg.status = Some((*status).clone());
+        }
+    }
+    let allocated: HashMap<&str, _> = d
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), &q.allocated))
+        .collect();
+    for q in &mut objs.queues {
+        if let Some(a) = q.metadata.name.as_deref().and_then(|n| allocated.get(n)) {
+            q.status.get_or_insert_with(Default::default).allocated = Some((*a).clone());
+        }
+    }
 }

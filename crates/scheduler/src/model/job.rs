@@ -86,8 +86,6 @@ pub struct JobInfo {
     pub pending_best_effort: u32,
     /// Σ request of tasks in an allocated status.
     pub allocated: Resource,
-    /// Σ request of all tasks.
-    pub total_request: Resource,
     /// Per-task node fit errors recorded by actions in this session.
     pub fit_errors: BTreeMap<TaskId, FitErrors>,
     /// Job-level reason set by actions (queue closed, not admitted, invalid gang...).

@@ -48,8 +48,6 @@ pub struct QueueInfo {
     pub weight: i32,
     /// Hard limit; dimensions not set are unbounded.
     pub capability: Resource,
-    /// Whether `spec.capability` was set at all.
-    pub has_capability: bool,
     /// Guaranteed resources (zero when unset).
     pub guarantee: Resource,
     /// `spec.deserved` (zero when unset).
@@ -66,10 +64,4 @@ pub struct QueueInfo {
     pub creation: i64,
     /// `status.allocated` as the snapshot found it.
     pub old_allocated: Resource,
-    /// Whether `status.allocated` was present at all.
-    pub had_allocated: bool,
-    /// Hierarchy path annotation (`root/eng/dev`), for hierarchical DRF.
-    pub hierarchy: Option<String>,
-    /// Hierarchy weights annotation (`100/50/50`).
-    pub hierarchy_weights: Option<String>,
 }

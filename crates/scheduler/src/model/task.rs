@@ -136,8 +136,6 @@ pub struct TaskInfo {
     pub non_zero: (i64, i64),
     /// The pod, for predicates and scoring.
     pub pod: Arc<Pod>,
-    /// Template fingerprint: tasks with equal fingerprints pass the same node predicates.
-    pub template: u64,
     /// Whether the task's last transaction in this session put it on a node (even if the
     /// statement was discarded later), for the gang's "schedulable" count.
     pub last_tx_allocated: bool,

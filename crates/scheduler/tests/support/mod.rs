@@ -740,38 +740,7 @@ fn object_key(meta: &ObjectMeta) -> String {
 /// `spec.nodeName`, evicted pods disappear, PodGroup status and Queue `status.allocated` are
 /// written.
 pub fn apply(objs: &mut Objects, d: &Decisions) {
-    let binds: BTreeMap<&str, &str> = d
-        .binds
-        .iter()
-        .map(|(p, n)| (p.as_str(), n.as_str()))
-        .collect();
-    for p in &mut objs.pods {
-        if let Some(node) = binds.get(object_key(&p.metadata).as_str())
-            && let Some(spec) = p.spec.as_mut()
-        {
-            spec.node_name = Some((*node).to_string());
-        }
-    }
-    objs.pods
-        .retain(|p| !d.evictions.contains(&object_key(&p.metadata)));
-    for update in &d.pod_groups {
-        if let Some(pg) = objs
-            .pod_groups
-            .iter_mut()
-            .find(|pg| object_key(&pg.metadata) == update.key)
-        {
-            pg.status = Some(update.status.clone());
-        }
-    }
-    for q in &d.queues {
-        if let Some(obj) = objs
-            .queues
-            .iter_mut()
-            .find(|o| o.metadata.name.as_deref() == Some(q.name.as_str()))
-        {
-            obj.status.get_or_insert_with(Default::default).allocated = Some(q.allocated.clone());
-        }
-    }
+    volcano_scheduler::cache::apply_decisions(objs, d);
 }
 
 /// The pods bound to `node` in the decisions, by `ns/name`.
