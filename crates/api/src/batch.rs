@@ -163,9 +163,53 @@ pub struct JobStatus {
     /// Whole-job retries so far.
     #[serde(default)]
     pub retry_count: i32,
+    /// Pod counts per task and pod phase.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_status_count: BTreeMap<String, TaskState>,
+    /// Resources created by controller plugins (`plugin-svc: svc`), so they are created once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub controlled_resources: BTreeMap<String, String>,
     /// One entry per phase, newest last.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<JobCondition>,
+}
+
+/// Pod counts of one task by pod phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskState {
+    /// Pod phase (`Running`, `Pending`, ...) to number of pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phase: BTreeMap<String, i32>,
+}
+
+/// Job phases (`status.state.phase`).
+pub mod job_phase {
+    /// Waiting for admission or for pods to start.
+    pub const PENDING: &str = "Pending";
+    /// Being aborted: pods are killed.
+    pub const ABORTING: &str = "Aborting";
+    /// Aborted; resumable.
+    pub const ABORTED: &str = "Aborted";
+    /// At least `minAvailable` pods run.
+    pub const RUNNING: &str = "Running";
+    /// Pods are killed before the job starts again.
+    pub const RESTARTING: &str = "Restarting";
+    /// Being completed: remaining pods are killed.
+    pub const COMPLETING: &str = "Completing";
+    /// Finished successfully.
+    pub const COMPLETED: &str = "Completed";
+    /// Being terminated: pods are killed.
+    pub const TERMINATING: &str = "Terminating";
+    /// Terminated by a policy or a user.
+    pub const TERMINATED: &str = "Terminated";
+    /// Finished unsuccessfully.
+    pub const FAILED: &str = "Failed";
+
+    /// Whether a job in this phase is finished (and subject to `ttlSecondsAfterFinished`).
+    pub fn is_finished(phase: &str) -> bool {
+        matches!(phase, COMPLETED | FAILED | TERMINATED)
+    }
 }
 
 /// Job phase with reason.

@@ -50,3 +50,127 @@ impl kube::Resource for Command {
         &mut self.metadata
     }
 }
+
+macro_rules! wire_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $wire:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The wire value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire,)*
+                }
+            }
+
+            /// Parses the wire value.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $($wire => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_enum! {
+    /// What happened to a job, its pods or its PodGroup (`bus/v1alpha1` events).
+    BusEvent {
+        /// Matches every event.
+        Any = "*",
+        /// A pod failed.
+        PodFailed = "PodFailed",
+        /// A pod was deleted or evicted.
+        PodEvicted = "PodEvicted",
+        /// A pod is pending.
+        PodPending = "PodPending",
+        /// A pod started running.
+        PodRunning = "PodRunning",
+        /// The PodGroup went Unknown: part of the gang runs, the rest cannot be scheduled.
+        Unknown = "Unknown",
+        /// Every pod of a task succeeded.
+        TaskCompleted = "TaskCompleted",
+        /// A task's pods restarted `maxRetry` times.
+        TaskFailed = "TaskFailed",
+        /// The job's spec was updated.
+        JobUpdated = "JobUpdated",
+        /// Internal: the job and its pods need reconciling.
+        OutOfSync = "OutOfSync",
+        /// Internal: a Command was issued.
+        CommandIssued = "CommandIssued",
+    }
+}
+
+wire_enum! {
+    /// What a controller does about an event (`bus/v1alpha1` actions).
+    BusAction {
+        /// Kill the pods (keeping finished ones) and stop; resumable.
+        AbortJob = "AbortJob",
+        /// Kill every pod and start the job again.
+        RestartJob = "RestartJob",
+        /// Kill the pods of one task.
+        RestartTask = "RestartTask",
+        /// Kill one pod.
+        RestartPod = "RestartPod",
+        /// Kill one partition of a task.
+        RestartPartition = "RestartPartition",
+        /// Kill the pods and end the job as Terminated.
+        TerminateJob = "TerminateJob",
+        /// Kill the remaining pods and end the job as Completed.
+        CompleteJob = "CompleteJob",
+        /// Resume an aborted job.
+        ResumeJob = "ResumeJob",
+        /// Internal: reconcile the job with its pods.
+        SyncJob = "SyncJob",
+        /// Internal: the job was admitted.
+        EnqueueJob = "EnqueueJob",
+        /// Internal: reconcile a queue.
+        SyncQueue = "SyncQueue",
+        /// Open a queue.
+        OpenQueue = "OpenQueue",
+        /// Close a queue.
+        CloseQueue = "CloseQueue",
+    }
+}
+
+impl BusEvent {
+    /// Events a user may name in a lifecycle policy.
+    pub const USER: &'static [BusEvent] = &[
+        BusEvent::Any,
+        BusEvent::PodFailed,
+        BusEvent::PodEvicted,
+        BusEvent::PodPending,
+        BusEvent::Unknown,
+        BusEvent::TaskCompleted,
+        BusEvent::TaskFailed,
+        BusEvent::JobUpdated,
+    ];
+}
+
+impl BusAction {
+    /// Actions a user may name in a lifecycle policy.
+    pub const USER: &'static [BusAction] = &[
+        BusAction::AbortJob,
+        BusAction::RestartJob,
+        BusAction::RestartTask,
+        BusAction::RestartPod,
+        BusAction::RestartPartition,
+        BusAction::TerminateJob,
+        BusAction::CompleteJob,
+        BusAction::ResumeJob,
+    ];
+}

@@ -39,3 +39,17 @@ pub const DEFAULT_QUEUE: &str = "default";
 pub const ROOT_QUEUE: &str = "root";
 /// The ConfigMap data key holding the scheduler configuration.
 pub const SCHEDULER_CONF_KEY: &str = "volcano-scheduler.conf";
+/// Pod annotation naming the queue of a PodGroup the PodGroup controller creates.
+pub const POD_QUEUE_NAME: &str = "scheduling.volcano.sh/queue-name";
+/// Owner annotation giving the gang size of a PodGroup the PodGroup controller creates.
+pub const GROUP_MIN_MEMBER: &str = "scheduling.volcano.sh/group-min-member";
+/// Queue annotation set when a queue was closed because its parent closed.
+pub const CLOSED_BY_PARENT: &str = "volcano.sh/closed-by-parent";
+/// Cool-down time of a preemptable pod, copied from the Job.
+pub const COOLDOWN_TIME: &str = "volcano.sh/cooldown-time";
+/// Revocable zone of a pod, copied from the Job.
+pub const REVOCABLE_ZONE: &str = "volcano.sh/revocable-zone";
+/// Disruption budget: minimum available pods, copied from the Job.
+pub const JDB_MIN_AVAILABLE: &str = "volcano.sh/jdb-min-available";
+/// Disruption budget: maximum unavailable pods, copied from the Job.
+pub const JDB_MAX_UNAVAILABLE: &str = "volcano.sh/jdb-max-unavailable";

@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod bus;
+pub mod event;
 pub mod keys;
 pub mod quantity;
 pub mod resources;

@@ -18,37 +18,7 @@ pub const SCHEDULED: &str = "Scheduled";
 /// Condition reason when resources are short.
 pub const NOT_ENOUGH_RESOURCES: &str = "NotEnoughResources";
 
-/// Kind of event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// Normal.
-    Normal,
-    /// Warning.
-    Warning,
-}
-
-impl EventType {
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
-
-/// An event to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// `Kind/ns/name` of the object.
-    pub object: String,
-    /// Normal or Warning.
-    pub type_: EventType,
-    /// Machine-readable reason.
-    pub reason: String,
-    /// Human text.
-    pub message: String,
-}
+pub use volcano_api::event::{Event, EventType};
 
 /// Why a PodGroup is not fully scheduled.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,154 @@
+//! What a controller asks the cluster to do. Every change names the fields it owns, so a caller
+//! can send it as a patch of those fields only: no full-object writes that conflict with another
+//! writer.
+
+use std::collections::BTreeMap;
+
+use volcano_api::batch::JobStatus;
+use volcano_api::event::Event;
+use volcano_api::k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service,
+};
+use volcano_api::k8s_openapi::api::networking::v1::NetworkPolicy;
+use volcano_api::scheduling::{PodGroup, PodGroupSpec};
+
+/// An object a controller creates on a job's behalf (through its plugins or its volumes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Owned {
+    /// A headless Service for the job's pods (`svc` plugin).
+    Service(Service),
+    /// A ConfigMap (`svc` plugin host lists).
+    ConfigMap(ConfigMap),
+    /// A Secret (`ssh` plugin keys).
+    Secret(Secret),
+    /// A NetworkPolicy (`svc` plugin).
+    NetworkPolicy(NetworkPolicy),
+    /// A claim for a job volume.
+    PersistentVolumeClaim(PersistentVolumeClaim),
+}
+
+impl Owned {
+    /// The object's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Owned::Service(_) => "Service",
+            Owned::ConfigMap(_) => "ConfigMap",
+            Owned::Secret(_) => "Secret",
+            Owned::NetworkPolicy(_) => "NetworkPolicy",
+            Owned::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
+        }
+    }
+
+    /// The object's namespace and name.
+    pub fn namespace_and_name(&self) -> (String, String) {
+        let meta = match self {
+            Owned::Service(o) => &o.metadata,
+            Owned::ConfigMap(o) => &o.metadata,
+            Owned::Secret(o) => &o.metadata,
+            Owned::NetworkPolicy(o) => &o.metadata,
+            Owned::PersistentVolumeClaim(o) => &o.metadata,
+        };
+        (
+            meta.namespace.clone().unwrap_or_default(),
+            meta.name.clone().unwrap_or_default(),
+        )
+    }
+}
+
+/// One change to the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Create a pod; an existing pod of that name is left alone.
+    CreatePod(Box<Pod>),
+    /// Merge these annotations into a pod's (`None` removes the key).
+    PatchPodAnnotations {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+        /// Keys to set or remove.
+        annotations: BTreeMap<String, Option<String>>,
+    },
+    /// Delete a pod.
+    DeletePod {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+    },
+    /// Create a PodGroup; an existing one of that name is left alone.
+    CreatePodGroup(Box<PodGroup>),
+    /// Replace a PodGroup's spec (the job controller owns it; the scheduler owns the status).
+    UpdatePodGroupSpec {
+        /// Namespace.
+        namespace: String,
+        /// PodGroup name.
+        name: String,
+        /// The new spec.
+        spec: Box<PodGroupSpec>,
+    },
+    /// Delete a PodGroup.
+    DeletePodGroup {
+        /// Namespace.
+        namespace: String,
+        /// PodGroup name.
+        name: String,
+    },
+    /// Write a Job's status (the job controller is its only writer).
+    UpdateJobStatus {
+        /// Namespace.
+        namespace: String,
+        /// Job name.
+        name: String,
+        /// The new status.
+        status: Box<JobStatus>,
+    },
+    /// Delete a Job (TTL after finishing).
+    DeleteJob {
+        /// Namespace.
+        namespace: String,
+        /// Job name.
+        name: String,
+    },
+    /// Patch `status.state` of a queue, the only status field the queue controller writes.
+    PatchQueueState {
+        /// Queue name.
+        name: String,
+        /// The new state.
+        state: String,
+    },
+    /// Patch `spec.parent` of a queue that has none.
+    PatchQueueParent {
+        /// Queue name.
+        name: String,
+        /// The parent queue.
+        parent: String,
+    },
+    /// Merge these annotations into a queue's (`None` removes the key).
+    PatchQueueAnnotations {
+        /// Queue name.
+        name: String,
+        /// Keys to set or remove.
+        annotations: BTreeMap<String, Option<String>>,
+    },
+    /// Delete a Command once it is consumed.
+    DeleteCommand {
+        /// Namespace.
+        namespace: String,
+        /// Command name.
+        name: String,
+    },
+    /// Create an object on a job's behalf; an existing one of that name is left alone.
+    Create(Box<Owned>),
+    /// Delete an object created on a job's behalf.
+    Delete {
+        /// Kind (`Service`, `ConfigMap`, ...).
+        kind: &'static str,
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+    },
+    /// Record an event.
+    Event(Event),
+}

@@ -1,0 +1,3 @@
+//! The job controller.
+
+pub mod plugins;

@@ -1,0 +1,26 @@
+//! The controllers of volcano-rs, sans-IO: each reconciler reads an object and what it owns from
+//! a [`ClusterView`] and returns the [`Change`]s to make. The caller (the simulator, the
+//! Kubernetes runtime, a test) applies them and feeds the resulting watch events back.
+//!
+//! - [`job`]: Volcano Jobs: their PodGroup, pods, lifecycle policies, state machine and status.
+//! - [`podgroup`]: a PodGroup for every pod of ours that has none.
+//! - [`queue`]: queue state (Open/Closing/Closed), driven by Commands.
+//! - [`command`]: Commands routed to the controller of their target, consumed at most once.
+//! - [`admission`]: the rules of Volcano's Job admission webhook, as a library.
+//! - [`workqueue`]: keyed work queues with capped exponential backoff.
+//! - [`manager`]: all of the above behind one entry point.
+
+pub mod admission;
+pub mod change;
+pub mod command;
+pub mod job;
+pub mod manager;
+pub mod podgroup;
+pub mod queue;
+pub mod time;
+pub mod view;
+pub mod workqueue;
+
+pub use change::{Change, Owned};
+
+pub use view::ClusterView;
