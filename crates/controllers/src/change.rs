@@ -56,7 +56,7 @@ impl Owned {
 }
 
 /// One change to the cluster.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Change {
     /// Create a pod; an existing pod of that name is left alone.
     CreatePod(Box<Pod>),

@@ -24,7 +24,11 @@ impl Instant {
     /// As a Kubernetes timestamp.
     pub fn to_time(self) -> Time {
         let d = SignedDuration::try_from(self.0).unwrap_or(SignedDuration::MAX);
-        Time(Timestamp::UNIX_EPOCH.checked_add(d).unwrap_or(Timestamp::MAX))
+        Time(
+            Timestamp::UNIX_EPOCH
+                .checked_add(d)
+                .unwrap_or(Timestamp::MAX),
+        )
     }
 
     /// From a Kubernetes timestamp (times before the epoch count as the epoch).

@@ -23,7 +23,9 @@ pub struct ClusterView<'a> {
     queues: BTreeMap<&'a str, usize>,
 }
 
-fn ns_name(meta: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (&str, &str) {
+fn ns_name(
+    meta: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> (&str, &str) {
     (
         meta.namespace.as_deref().unwrap_or_default(),
         meta.name.as_deref().unwrap_or_default(),
@@ -105,12 +107,13 @@ impl<'a> ClusterView<'a> {
     }
 
     /// The pods a Job owns.
-    pub fn pods_of_job(&self, namespace: &str, job: &str) -> impl Iterator<Item = &'a Pod> + '_ {
+    pub fn pods_of_job(&self, namespace: &str, job: &str) -> Vec<&'a Pod> {
         self.pods_by_job
             .get(&(namespace, job))
             .into_iter()
             .flatten()
             .map(|&i| &self.objects.pods[i])
+            .collect()
     }
 
     /// A PodGroup by namespace and name.
@@ -121,12 +124,13 @@ impl<'a> ClusterView<'a> {
     }
 
     /// The PodGroups in a queue.
-    pub fn pod_groups_in_queue(&self, queue: &str) -> impl Iterator<Item = &'a PodGroup> + '_ {
+    pub fn pod_groups_in_queue(&self, queue: &str) -> Vec<&'a PodGroup> {
         self.pod_groups_by_queue
             .get(queue)
             .into_iter()
             .flatten()
             .map(|&i| &self.objects.pod_groups[i])
+            .collect()
     }
 
     /// A queue by name.

@@ -5,6 +5,9 @@ pub struct EnvPlugin;
 impl EnvPlugin {
     /// Placeholder.
     pub fn from_args(_args: &[String]) -> Result<Self, PluginError> {
-        Err(PluginError { plugin: "env", message: "not built yet".into() })
+        Err(PluginError {
+            plugin: "env",
+            message: "not built yet".into(),
+        })
     }
 }

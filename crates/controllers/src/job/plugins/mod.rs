@@ -80,9 +80,20 @@ pub fn plugin<'a>(
     ctx: &PluginContext<'a>,
 ) -> Result<Box<dyn JobPlugin + 'a>, PluginError> {
     match name {
-        "svc" => Err(SvcPlugin::from_args(args).err().unwrap_or(PluginError{plugin:"svc",message:String::new()})),
-        "env" => Err(EnvPlugin::from_args(args).err().unwrap_or(PluginError{plugin:"env",message:String::new()})),
-        "ssh" => Err(SshPlugin::from_args(args, ctx.ssh_keys).err().unwrap_or(PluginError{plugin:"ssh",message:String::new()})),
+        "svc" => Err(SvcPlugin::from_args(args).err().unwrap_or(PluginError {
+            plugin: "svc",
+            message: String::new(),
+        })),
+        "env" => Err(EnvPlugin::from_args(args).err().unwrap_or(PluginError {
+            plugin: "env",
+            message: String::new(),
+        })),
+        "ssh" => Err(SshPlugin::from_args(args, ctx.ssh_keys)
+            .err()
+            .unwrap_or(PluginError {
+                plugin: "ssh",
+                message: String::new(),
+            })),
         other => Err(PluginError {
             plugin: "unknown",
             message: format!("no job plugin named {other:?}; volcano-rs has svc, env and ssh"),

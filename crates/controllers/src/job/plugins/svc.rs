@@ -5,6 +5,9 @@ pub struct SvcPlugin;
 impl SvcPlugin {
     /// Placeholder.
     pub fn from_args(_args: &[String]) -> Result<Self, PluginError> {
-        Err(PluginError { plugin: "svc", message: "not built yet".into() })
+        Err(PluginError {
+            plugin: "svc",
+            message: "not built yet".into(),
+        })
     }
 }
