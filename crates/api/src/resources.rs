@@ -55,3 +55,40 @@ pub fn parse_resource_list(
         })
         .collect()
 }
+
+/// What a pod asks for, in canonical units: Σ containers, at least each init container, plus
+/// overhead. A limit without a request counts as the request, as the API server's defaulting
+/// makes it. The error carries the resource name of a quantity that does not parse.
+pub fn pod_requests(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+) -> Result<std::collections::BTreeMap<String, i64>, (String, QuantityError)> {
+    use std::collections::BTreeMap;
+    fn container(
+        c: &k8s_openapi::api::core::v1::Container,
+    ) -> Result<Vec<(String, i64)>, (String, QuantityError)> {
+        let res = c.resources.as_ref();
+        let mut merged: ResourceList = res.and_then(|r| r.limits.clone()).unwrap_or_default();
+        merged.extend(res.and_then(|r| r.requests.clone()).unwrap_or_default());
+        parse_resource_list(&merged)
+    }
+    let mut total: BTreeMap<String, i64> = BTreeMap::new();
+    for c in &spec.containers {
+        for (name, v) in container(c)? {
+            let e = total.entry(name).or_default();
+            *e = e.saturating_add(v);
+        }
+    }
+    for c in spec.init_containers.iter().flatten() {
+        for (name, v) in container(c)? {
+            let e = total.entry(name).or_default();
+            *e = (*e).max(v);
+        }
+    }
+    if let Some(overhead) = &spec.overhead {
+        for (name, v) in parse_resource_list(overhead)? {
+            let e = total.entry(name).or_default();
+            *e = e.saturating_add(v);
+        }
+    }
+    Ok(total)
+}

@@ -90,6 +90,23 @@ pub struct PodGroupCondition {
     pub message: String,
 }
 
+impl PodGroupStatus {
+    /// Among the True conditions, the one that changed last (the later one on a tie): what
+    /// the PodGroup is now, as persisted, whatever stale conditions it still carries.
+    pub fn newest_true_condition(&self) -> Option<&PodGroupCondition> {
+        self.conditions
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.status == "True")
+            .max_by(|(ia, a), (ib, b)| {
+                let ta = a.last_transition_time.as_ref().map(|t| t.0);
+                let tb = b.last_transition_time.as_ref().map(|t| t.0);
+                ta.cmp(&tb).then(ia.cmp(ib))
+            })
+            .map(|(_, c)| c)
+    }
+}
+
 /// A queue of PodGroups sharing cluster resources by weight, capability and guarantee.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(

@@ -270,52 +270,6 @@ fn queue_state_must_be_known() {
 }
 
 #[test]
-fn job_needs_tasks() {
-    let text = format!("{JOB_HEAD}spec: {{tasks: []}}\n");
-    assert_error(
-        &text,
-        &["Job team/j1", "field spec.tasks", "at least one task"],
-    );
-}
-
-#[test]
-fn job_task_rules() {
-    let task =
-        |t: &str| format!("{JOB_HEAD}spec:\n  tasks:\n  - {{name: a, replicas: 1}}\n  - {t}\n");
-    assert_error(
-        &task("{name: b, replicas: -1}"),
-        &["field spec.tasks[1].replicas", "-1"],
-    );
-    assert_error(
-        &task("{name: b, replicas: 2, minAvailable: 3}"),
-        &[
-            "field spec.tasks[1].minAvailable",
-            "greater than the task's replicas (2)",
-        ],
-    );
-    assert_error(
-        &task("{name: a, replicas: 1}"),
-        &["field spec.tasks[1].name", "task name a is used twice"],
-    );
-}
-
-#[test]
-fn job_min_available_rules() {
-    let job = |min: &str| {
-        format!("{JOB_HEAD}spec:\n  minAvailable: {min}\n  tasks: [{{name: a, replicas: 2}}]\n")
-    };
-    assert_error(
-        &job("-1"),
-        &["Job team/j1", "field spec.minAvailable", "-1"],
-    );
-    assert_error(
-        &job("3"),
-        &["field spec.minAvailable", "greater than the total replicas"],
-    );
-    assert!(load_str(Path::new("s.yaml"), &job("2")).is_ok());
-}
-
-#[test]
 fn merge_keys_and_anchors_are_honoured() {
     let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - &c {name: c, image: x, resources: {requests: {cpu: 1}}}\n  - <<: *c\n    name: d\n";
     let s = load_str(Path::new("s.yaml"), text).unwrap();

@@ -3,7 +3,6 @@
 //! Exit status: 0 when the command ran, 2 for bad input (with one message naming the file,
 //! document, object and field), 1 for an internal error.
 
-mod driver;
 mod output;
 mod schedule;
 

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::driver::Run;
+use volcano_sim::schedule::Run;
 
 /// The JSON object of the `schedule` contract.
 pub fn json(run: &Run) -> Result<String, serde_json::Error> {
@@ -41,6 +41,16 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
         .iter()
         .map(|(k, u)| (k.clone(), json!({"reason": u.reason, "message": u.message})))
         .collect();
+    let jobs: Map<String, Value> = run
+        .jobs
+        .iter()
+        .map(|(k, j)| {
+            (
+                k.clone(),
+                json!({"phase": j.phase, "running": j.running, "pending": j.pending, "succeeded": j.succeeded, "failed": j.failed}),
+            )
+        })
+        .collect();
     let events: Vec<Value> = run
         .events
         .iter()
@@ -53,6 +63,7 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
         "pipelined": run.pipelined,
         "podgroups": podgroups,
         "queues": queues,
+        "jobs": jobs,
         "unschedulable": unschedulable,
         "events": events,
         "outOfSyncNodes": run.out_of_sync_nodes,
@@ -73,6 +84,16 @@ pub fn text(run: &Run) -> String {
         let _ = writeln!(s, "\nBOUND");
         for (pod, node) in &run.bindings {
             let _ = writeln!(s, "  {pod:<40} -> {node}");
+        }
+    }
+    if !run.jobs.is_empty() {
+        let _ = writeln!(s, "\nJOBS");
+        for (job, j) in &run.jobs {
+            let _ = writeln!(
+                s,
+                "  {job:<40} {:<10} pending {} running {} succeeded {} failed {}",
+                j.phase, j.pending, j.running, j.succeeded, j.failed
+            );
         }
     }
     if !run.pipelined.is_empty() {

@@ -4,11 +4,16 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use volcano_api::scenario::{LoadError, load_paths};
+use volcano_api::scenario::{LoadError, ObjectKey, load_paths};
 use volcano_api::{Scenario, keys};
+use volcano_controllers::admission;
+use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::manager::ManagerOptions;
+use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::{SchedulerConf, Skipped};
+use volcano_sim::ClusterError;
+use volcano_sim::schedule::{self, Run};
 
-use crate::driver::{Run, run_sessions};
 use crate::output;
 use crate::{Failure, Format, ScheduleArgs};
 
@@ -17,15 +22,24 @@ pub const MAX_DEFAULT_SESSIONS: u32 = 10;
 
 /// Runs the subcommand.
 pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
-    let scenario = load_paths(&args.files).map_err(|e: LoadError| Failure::Input(e.to_string()))?;
-    refuse_unsupported(&scenario)?;
+    let mut scenario =
+        load_paths(&args.files).map_err(|e: LoadError| Failure::Input(e.to_string()))?;
+    admit_jobs(&mut scenario)?;
     let conf = configuration(args.conf.as_deref(), &scenario)?;
     let (limit, until_quiet) = match args.sessions {
         Some(n) => (n, false),
         None => (MAX_DEFAULT_SESSIONS, true),
     };
-    let run: Run = run_sessions(scenario.objects, &conf, limit, until_quiet)
-        .map_err(|e| Failure::Input(e.to_string()))?;
+    let controllers = ManagerOptions {
+        retry: RetryPolicy::default(),
+        scheduler_names: Vec::new(),
+        ssh_keys: Box::new(PlaceholderSshKeys),
+    };
+    let run: Run = schedule::run(scenario.objects, &conf, limit, until_quiet, controllers)
+        .map_err(|e| match e {
+            ClusterError::Snapshot(e) => Failure::Input(e.to_string()),
+            other => Failure::Internal(other.into()),
+        })?;
     let text = match args.output {
         Format::Json => output::json(&run).map_err(|e| Failure::Internal(e.into()))?,
         Format::Text => output::text(&run),
@@ -43,23 +57,25 @@ pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
     }
 }
 
-fn refuse_unsupported(s: &Scenario) -> Result<(), Failure> {
-    let first = |kind: &str| {
-        s.sources
-            .iter()
-            .find(|(k, _)| k.kind == kind)
-            .map(|(k, src)| format!("{src}: {k}"))
-    };
-    if let Some(at) = first("Job") {
-        return Err(Failure::Input(format!(
-            "{at}: Volcano Jobs need the job controller, which volcano-rs does not have yet; \
-             describe the workload as a PodGroup and its Pods for now"
-        )));
-    }
-    if let Some(at) = first("Command") {
-        return Err(Failure::Input(format!(
-            "{at}: Commands are carried out by the controllers, which volcano-rs does not have yet"
-        )));
+/// Runs Volcano's Job admission (defaults, then validation) on every Job of the scenario, as
+/// the API server's webhooks would before the Job exists.
+fn admit_jobs(s: &mut Scenario) -> Result<(), Failure> {
+    for job in &mut s.objects.jobs {
+        admission::default_job(job);
+        if let Err(e) = admission::validate_job(job) {
+            let key = ObjectKey {
+                kind: "Job".to_string(),
+                namespace: job.metadata.namespace.clone().unwrap_or_default(),
+                name: job.metadata.name.clone().unwrap_or_default(),
+            };
+            let at = s
+                .sources
+                .get(&key)
+                .map_or(String::new(), |src| format!("{src}: "));
+            return Err(Failure::Input(format!(
+                "{at}{key}: rejected by admission: {e}"
+            )));
+        }
     }
     Ok(())
 }

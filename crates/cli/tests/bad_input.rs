@@ -165,12 +165,47 @@ fn unknown_action_or_plugin_in_the_conf() {
     );
 }
 
+fn job(spec: &str) -> String {
+    format!(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {{name: j1, namespace: team}}\nspec:\n  queue: q1\n{spec}"
+    )
+}
+
+const WORKER: &str =
+    "  - name: w\n    replicas: 2\n    template: {spec: {containers: [{name: c, image: x}]}}\n";
+
 #[test]
-fn jobs_are_refused_until_the_job_controller_lands() {
-    let job = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j1, namespace: team}\nspec: {queue: q1, tasks: [{name: w, replicas: 1}]}\n";
-    expect_error(
-        "job",
-        &[QUEUE.into(), job.into()],
-        &["document 2", "Job team/j1", "job controller"],
-    );
+fn invalid_jobs_are_rejected_with_the_webhooks_reason() {
+    let cases: &[(&str, String, &[&str])] = &[
+        (
+            "job-min-available",
+            format!("  minAvailable: 3\n  tasks:\n{WORKER}"),
+            &["field spec.minAvailable", "'minAvailable' should not be greater than total replicas in tasks"],
+        ),
+        (
+            "job-duplicate-task",
+            format!("  tasks:\n{WORKER}{WORKER}"),
+            &["field spec.tasks[1].name", "duplicated task name w"],
+        ),
+        (
+            "job-event-and-exit-code",
+            format!("  policies: [{{event: PodFailed, exitCode: 3, action: RestartJob}}]\n  tasks:\n{WORKER}"),
+            &["field spec.policies[0]", "must not specify event and exitCode simultaneously"],
+        ),
+        (
+            "job-unknown-action",
+            format!("  policies: [{{event: PodFailed, action: Reboot}}]\n  tasks:\n{WORKER}"),
+            &["field spec.policies[0].action", "invalid policy action"],
+        ),
+        (
+            "job-negative-replicas",
+            "  tasks:\n  - {name: w, replicas: -1, template: {spec: {containers: [{name: c, image: x}]}}}\n".to_string(),
+            &["field spec.tasks[0].replicas", "'replicas' < 0 in task: w"],
+        ),
+    ];
+    for (name, spec, parts) in cases {
+        let mut all = vec!["document 2", "Job team/j1", "rejected by admission"];
+        all.extend_from_slice(parts);
+        expect_error(name, &[QUEUE.into(), job(spec)], &all);
+    }
 }

@@ -31,6 +31,8 @@ const KNOWN_KEYS: &[&str] = &[
     "min_bindings",
     "max_bindings",
     "note",
+    "jobs",
+    "sessions",
     "conditions",
     "events_required",
     "events_forbidden",
@@ -110,13 +112,15 @@ fn read_all(stream: Option<impl Read + Send + 'static>) -> std::thread::JoinHand
 }
 
 /// Runs the binary on one scenario; returns the output object or a description of the failure.
-fn run_binary(yaml: &Path) -> Result<Map<String, Value>, String> {
+/// `sessions` is 1 as in the conformance runner, unless the case asks for more (a volcano-rs
+/// extension for Job scenarios, whose pods appear only once the first session admitted them).
+fn run_binary(yaml: &Path, sessions: u64) -> Result<Map<String, Value>, String> {
     let bin = env!("CARGO_BIN_EXE_volcano");
     let mut child = Command::new(bin)
         .arg("schedule")
         .arg("-f")
         .arg(yaml)
-        .args(["--sessions", "1", "-o", "json"])
+        .args(["--sessions", &sessions.to_string(), "-o", "json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -404,6 +408,30 @@ fn compare(exp: &Map<String, Value>, out: &Map<String, Value>) -> Vec<String> {
         }
     }
 
+    // Volcano Jobs: each listed field must match (a volcano-rs extension of the format).
+    if exp.get("jobs").is_some() {
+        let jobs = section_obj(out, "jobs", &mut diffs)
+            .cloned()
+            .unwrap_or_default();
+        for (key, wanted) in obj_of(exp.get("jobs")) {
+            match jobs.get(&key) {
+                Some(Value::Object(got)) => {
+                    for (field, want) in obj_of(Some(&wanted)) {
+                        let have = got.get(&field).unwrap_or(&Value::Null);
+                        if *have != want {
+                            diffs.push(format!(
+                                "job {key}: {field} want {}, got {}",
+                                py_str(&want),
+                                py_str(have)
+                            ));
+                        }
+                    }
+                }
+                _ => diffs.push(format!("job {key} missing from output")),
+            }
+        }
+    }
+
     // PodGroup phases and conditions
     let pgs = section_obj(out, "podgroups", &mut diffs)
         .cloned()
@@ -505,7 +533,8 @@ fn check_case(case: &Case) -> Result<(), String> {
         Err(e) => return Err(format!("bad expectation file: {e}")),
     };
     let note = exp.get("note").map(py_str).unwrap_or_default();
-    let out = run_binary(&case.yaml).map_err(|e| format!("{e}\n    ({note})"))?;
+    let sessions = exp.get("sessions").and_then(Value::as_u64).unwrap_or(1);
+    let out = run_binary(&case.yaml, sessions).map_err(|e| format!("{e}\n    ({note})"))?;
     let diffs = compare(&exp, &out);
     if diffs.is_empty() {
         Ok(())

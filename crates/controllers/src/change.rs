@@ -140,6 +140,8 @@ pub enum Change {
     },
     /// Create an object on a job's behalf; an existing one of that name is left alone.
     Create(Box<Owned>),
+    /// Replace an object created on a job's behalf (its data changed); creates it if missing.
+    Update(Box<Owned>),
     /// Delete an object created on a job's behalf.
     Delete {
         /// Kind (`Service`, `ConfigMap`, ...).

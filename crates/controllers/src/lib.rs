@@ -23,4 +23,5 @@ pub mod workqueue;
 
 pub use change::{Change, Owned};
 
+pub use manager::{ControllerManager, ManagerOptions, Watch, Work, WorkKey};
 pub use view::ClusterView;

@@ -1,1 +1,312 @@
-//! TODO
+//! All controllers behind one entry point: feed it watch events, take its work, apply the
+//! changes, report back. The manager never touches the cluster itself.
+
+use std::collections::BTreeMap;
+
+use volcano_api::batch::Job;
+use volcano_api::bus::Command;
+use volcano_api::event::Event;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::keys;
+use volcano_api::scheduling::{PodGroup, Queue};
+
+use crate::change::Change;
+use crate::command::{self, Consumption, Route};
+use crate::job::JobController;
+use crate::job::plugins::{PluginContext, SshKeySource};
+use crate::job::request::JobKey;
+use crate::job::sync::JobEnv;
+use crate::podgroup::PodGroupController;
+use crate::queue::QueueController;
+use crate::time::Instant;
+use crate::view::{ClusterView, NamespacedName};
+use crate::workqueue::{RetryPolicy, WorkQueue};
+
+/// A watch event: an object appeared (`old` none), changed, or went away (`new` none).
+#[derive(Debug, Clone, Copy)]
+pub enum Watch<'a> {
+    /// A Volcano Job.
+    Job {
+        /// Before.
+        old: Option<&'a Job>,
+        /// After.
+        new: Option<&'a Job>,
+    },
+    /// A pod.
+    Pod {
+        /// Before.
+        old: Option<&'a Pod>,
+        /// After.
+        new: Option<&'a Pod>,
+    },
+    /// A PodGroup.
+    PodGroup {
+        /// Before.
+        old: Option<&'a PodGroup>,
+        /// After.
+        new: Option<&'a PodGroup>,
+    },
+    /// A queue.
+    Queue {
+        /// Before.
+        old: Option<&'a Queue>,
+        /// After.
+        new: Option<&'a Queue>,
+    },
+    /// A Command appeared.
+    Command(&'a Command),
+}
+
+/// Settings of the controllers.
+pub struct ManagerOptions {
+    /// Retry backoff and budget of every work queue.
+    pub retry: RetryPolicy,
+    /// Pods with one of these scheduler names are ours (default `volcano`).
+    pub scheduler_names: Vec<String>,
+    /// Where the `ssh` plugin gets its keys.
+    pub ssh_keys: Box<dyn SshKeySource>,
+}
+
+/// Which controller a turn belongs to, and for which object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkKey {
+    /// Events decided while watching (no write to report back on).
+    Events,
+    /// Consuming a Command.
+    Command(NamespacedName),
+    /// A Job.
+    Job(JobKey),
+    /// A pod that needs a PodGroup.
+    PodGroup(NamespacedName),
+    /// A queue.
+    Queue(String),
+}
+
+/// One turn: changes to apply, then report with [`ControllerManager::finish`].
+#[derive(Debug)]
+pub struct Work {
+    /// Whose turn it is.
+    pub key: WorkKey,
+    /// What to change.
+    pub changes: Vec<Change>,
+}
+
+/// Work-queue sizes, for metrics and the load test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Entries in the job controller's queue.
+    pub jobs: usize,
+    /// Most entries the job controller's queue has held.
+    pub jobs_peak: usize,
+    /// Entries in the queue controller's queue.
+    pub queues: usize,
+    /// Most entries the queue controller's queue has held.
+    pub queues_peak: usize,
+    /// Entries in the PodGroup controller's queue.
+    pub pod_groups: usize,
+    /// Commands waiting to be consumed.
+    pub commands: usize,
+}
+
+/// The job, queue and PodGroup controllers and Command consumption.
+pub struct ControllerManager {
+    jobs: JobController,
+    queues: QueueController,
+    pod_groups: PodGroupController,
+    commands: WorkQueue<NamespacedName>,
+    consuming: BTreeMap<NamespacedName, Consumption>,
+    events: Vec<Event>,
+    ssh_keys: Box<dyn SshKeySource>,
+}
+
+impl ControllerManager {
+    /// Controllers with nothing queued; call [`ControllerManager::relist`] with the cluster.
+    pub fn new(opts: ManagerOptions) -> Self {
+        let names = if opts.scheduler_names.is_empty() {
+            vec![keys::DEFAULT_SCHEDULER_NAME.to_string()]
+        } else {
+            opts.scheduler_names
+        };
+        ControllerManager {
+            jobs: JobController::new(opts.retry),
+            queues: QueueController::new(opts.retry),
+            pod_groups: PodGroupController::new(opts.retry, names),
+            commands: WorkQueue::new(opts.retry),
+            consuming: BTreeMap::new(),
+            events: Vec::new(),
+            ssh_keys: opts.ssh_keys,
+        }
+    }
+
+    /// Treats every object as newly seen, as an informer's initial list does (at startup, and
+    /// after a restart or a failover).
+    pub fn relist(&mut self, view: &ClusterView<'_>) {
+        let objs = view.objects();
+        for q in &objs.queues {
+            self.observe(
+                Watch::Queue {
+                    old: None,
+                    new: Some(q),
+                },
+                view,
+            );
+        }
+        for j in &objs.jobs {
+            self.observe(
+                Watch::Job {
+                    old: None,
+                    new: Some(j),
+                },
+                view,
+            );
+        }
+        for p in &objs.pods {
+            // Pods of jobs are reconciled through their job's own sync; only lone pods
+            // need a look of their own.
+            self.pod_groups.on_pod(p);
+        }
+        for c in &objs.commands {
+            self.observe(Watch::Command(c), view);
+        }
+    }
+
+    /// Feeds one watch event to the controllers that care.
+    pub fn observe(&mut self, w: Watch<'_>, view: &ClusterView<'_>) {
+        match w {
+            Watch::Job { old, new } => self.jobs.on_job(old, new),
+            Watch::Pod { old, new } => {
+                self.jobs.on_pod(old, new, view);
+                if let Some(p) = new {
+                    self.pod_groups.on_pod(p);
+                }
+            }
+            Watch::PodGroup { old, new } => {
+                self.queues.on_pod_group(old, new);
+                if let Some(e) = self.jobs.on_pod_group(old, new, view) {
+                    self.events.push(e);
+                }
+            }
+            Watch::Queue { old, new } => self.queues.on_queue(old, new),
+            Watch::Command(c) => {
+                self.commands.add((
+                    c.metadata.namespace.clone().unwrap_or_default(),
+                    c.metadata.name.clone().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+
+    /// The next turn that is due at `now`, if any: events first, then Commands, jobs, lone
+    /// pods and queues.
+    pub fn next(&mut self, view: &ClusterView<'_>, now: Instant) -> Option<Work> {
+        if !self.events.is_empty() {
+            return Some(Work {
+                key: WorkKey::Events,
+                changes: self.events.drain(..).map(Change::Event).collect(),
+            });
+        }
+        while let Some(key) = self.commands.pop(now) {
+            let found = view.commands().iter().find(|c| {
+                c.metadata.namespace.as_deref() == Some(key.0.as_str())
+                    && c.metadata.name.as_deref() == Some(key.1.as_str())
+            });
+            match found {
+                Some(cmd) => {
+                    let consumption = command::consume(cmd);
+                    let changes = consumption.changes.clone();
+                    self.consuming.insert(key.clone(), consumption);
+                    return Some(Work {
+                        key: WorkKey::Command(key),
+                        changes,
+                    });
+                }
+                None => self.commands.done(&key),
+            }
+        }
+        let plugins = PluginContext {
+            ssh_keys: self.ssh_keys.as_ref(),
+        };
+        let env = JobEnv {
+            view,
+            now,
+            plugins: &plugins,
+        };
+        match self.jobs.next(&env) {
+            Some(Ok(w)) => {
+                return Some(Work {
+                    key: WorkKey::Job(w.key),
+                    changes: w.changes,
+                });
+            }
+            Some(Err((key, e))) => {
+                tracing::warn!(error = %e, "job sync failed; it will be retried");
+                if let Some(event) = self.jobs.finish(&key, false, now) {
+                    self.events.push(event);
+                }
+                return self.next(view, now);
+            }
+            None => {}
+        }
+        if let Some(w) = self.pod_groups.next(view, now) {
+            return Some(Work {
+                key: WorkKey::PodGroup(w.pod),
+                changes: w.changes,
+            });
+        }
+        self.queues.next(view, now).map(|w| Work {
+            key: WorkKey::Queue(w.name),
+            changes: w.changes,
+        })
+    }
+
+    /// Reports whether a turn's changes were applied. Failed turns are retried with backoff;
+    /// a Command whose delete failed is not carried out (someone else consumed it, or it
+    /// will be seen again).
+    pub fn finish(&mut self, key: &WorkKey, ok: bool, now: Instant) {
+        match key {
+            WorkKey::Events => {}
+            WorkKey::Command(k) => {
+                self.commands.done(k);
+                let consumption = self.consuming.remove(k);
+                if let (true, Some(Consumption { route: Some(r), .. })) = (ok, consumption) {
+                    match r {
+                        Route::Job(job, action) => self.jobs.on_command(job, action),
+                        Route::Queue(q, action) => self.queues.act(&q, action),
+                    }
+                }
+            }
+            WorkKey::Job(k) => {
+                if let Some(e) = self.jobs.finish(k, ok, now) {
+                    self.events.push(e);
+                }
+            }
+            WorkKey::PodGroup(k) => self.pod_groups.finish(k, ok, now),
+            WorkKey::Queue(q) => self.queues.finish(q, ok, now),
+        }
+    }
+
+    /// When the earliest delayed turn (a policy timeout, a retry) is due, if any.
+    pub fn next_due(&self) -> Option<Instant> {
+        [
+            self.jobs.next_due(),
+            self.queues.next_due(),
+            self.pod_groups.next_due(),
+            self.commands.next_ready_at(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Work-queue sizes.
+    pub fn stats(&self) -> QueueStats {
+        QueueStats {
+            jobs: self.jobs.queue_len(),
+            jobs_peak: self.jobs.peak_queue_len(),
+            queues: self.queues.queue_len(),
+            queues_peak: self.queues.peak_queue_len(),
+            pod_groups: self.pod_groups.queue_len(),
+            commands: self.commands.len(),
+        }
+    }
+}

@@ -164,64 +164,13 @@ fn queue(site: &Site, queue: &Queue) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// Only what loading itself needs: the quantities of the task templates. Volcano's Job rules
+/// (task names, replicas, minAvailable, policies...) are the admission library's, in
+/// `volcano-controllers`, so they give the webhook's reasons.
 fn job(site: &Site, job: &Job) -> Result<(), LoadError> {
-    let spec = &job.spec;
-    if spec.tasks.is_empty() {
-        return Err(site.field_error("spec.tasks", "a Job needs at least one task"));
-    }
-    // Volcano's mutating webhook names unnamed tasks `default<i>` before the names are checked.
-    let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    let mut total_replicas: i64 = 0;
-    for (i, task) in spec.tasks.iter().enumerate() {
-        let prefix = format!("spec.tasks[{i}]");
-        let name = if task.name.is_empty() {
-            format!("default{i}")
-        } else {
-            task.name.clone()
-        };
-        if let Some(first) = names.insert(name.clone(), i) {
-            return Err(site.field_error(
-                format!("{prefix}.name"),
-                format!("task name {name} is used twice (also by spec.tasks[{first}]); task names must be unique"),
-            ));
-        }
-        if task.replicas < 0 {
-            return Err(site.field_error(
-                format!("{prefix}.replicas"),
-                format!("must be >= 0, got {}", task.replicas),
-            ));
-        }
-        total_replicas += i64::from(task.replicas);
-        if let Some(min) = task.min_available {
-            if min < 0 {
-                return Err(site.field_error(
-                    format!("{prefix}.minAvailable"),
-                    format!("must be >= 0, got {min}"),
-                ));
-            }
-            if min > task.replicas {
-                return Err(site.field_error(
-                    format!("{prefix}.minAvailable"),
-                    format!(
-                        "{min} is greater than the task's replicas ({})",
-                        task.replicas
-                    ),
-                ));
-            }
-        }
+    for (i, task) in job.spec.tasks.iter().enumerate() {
         if let Some(pod_spec) = &task.template.spec {
-            pod_spec_quantities(site, &format!("{prefix}.template.spec"), pod_spec)?;
-        }
-    }
-    if let Some(min) = spec.min_available {
-        if min < 0 {
-            return Err(site.field_error("spec.minAvailable", format!("must be >= 0, got {min}")));
-        }
-        if i64::from(min) > total_replicas {
-            return Err(site.field_error(
-                "spec.minAvailable",
-                format!("{min} is greater than the total replicas of the tasks ({total_replicas})"),
-            ));
+            pod_spec_quantities(site, &format!("spec.tasks[{i}].template.spec"), pod_spec)?;
         }
     }
     Ok(())

@@ -165,16 +165,15 @@ pub fn satisfied_by_releasing(s: &Snapshot, j: JobId) -> bool {
 
 /// The newest condition with status True, as persisted.
 pub fn newest_true_condition(conds: &[PodGroupCondition]) -> Option<&PodGroupCondition> {
-    conds
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.status == "True")
-        .max_by(|(ia, a), (ib, b)| {
-            let ta = a.last_transition_time.as_ref().map(|t| t.0);
-            let tb = b.last_transition_time.as_ref().map(|t| t.0);
-            ta.cmp(&tb).then(ia.cmp(ib))
-        })
-        .map(|(_, c)| c)
+    // Same rule as the job controller's, which reads it from the persisted status.
+    let mut newest: Option<&PodGroupCondition> = None;
+    for c in conds.iter().filter(|c| c.status == "True") {
+        let t = |c: &PodGroupCondition| c.last_transition_time.as_ref().map(|t| t.0);
+        if newest.is_none_or(|n| t(c) >= t(n)) {
+            newest = Some(c);
+        }
+    }
+    newest
 }
 
 fn same_status(a: &PodGroupStatus, b: &PodGroupStatus) -> bool {

@@ -1,0 +1,432 @@
+//! The job controller's bookkeeping: watch events become requests, requests wait in a work
+//! queue keyed by job, and each turn carries out one request for one job.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use volcano_api::batch::Job;
+use volcano_api::bus::{BusAction, BusEvent};
+use volcano_api::event::Event;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::keys;
+use volcano_api::scheduling::{PodGroup, phase as pg_phase};
+
+use super::policy::decide;
+use super::request::{JobKey, Request};
+use super::state::plan_for;
+use super::sync::{self, JobEnv, SyncError, is_out_of_sync, pod_phase};
+use crate::change::Change;
+use crate::time::Instant;
+use crate::view::{ClusterView, owning_job};
+use crate::workqueue::{Retry, RetryPolicy, WorkQueue};
+
+/// A policy action waiting for its timeout.
+#[derive(Debug, Clone)]
+struct Delayed {
+    due: Instant,
+    request: Request,
+}
+
+/// The job controller.
+pub struct JobController {
+    queue: WorkQueue<JobKey>,
+    requests: BTreeMap<JobKey, VecDeque<Request>>,
+    delayed: BTreeMap<JobKey, Vec<Delayed>>,
+    in_flight: BTreeMap<JobKey, Request>,
+}
+
+/// One turn of the job controller: the changes for one job, to apply before
+/// [`JobController::finish`].
+#[derive(Debug)]
+pub struct JobWork {
+    /// The job.
+    pub key: JobKey,
+    /// What to change.
+    pub changes: Vec<Change>,
+}
+
+fn key_of(namespace: Option<&String>, name: &str) -> JobKey {
+    (namespace.cloned().unwrap_or_default(), name.to_string())
+}
+
+fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+impl JobController {
+    /// A controller with nothing queued.
+    pub fn new(retry: RetryPolicy) -> Self {
+        JobController {
+            queue: WorkQueue::new(retry),
+            requests: BTreeMap::new(),
+            delayed: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+        }
+    }
+
+    /// Queues `req` for the job, once: an identical request already waiting is not repeated.
+    pub fn enqueue(&mut self, key: JobKey, req: Request) {
+        let pending = self.requests.entry(key.clone()).or_default();
+        if !pending.contains(&req) {
+            pending.push_back(req);
+        }
+        self.queue.add(key);
+    }
+
+    /// Entries in the work queue (one per job at most).
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The longest the work queue has been.
+    pub fn peak_queue_len(&self) -> usize {
+        self.queue.peak_len()
+    }
+
+    /// Requests waiting, over all jobs.
+    pub fn pending_requests(&self) -> usize {
+        self.requests.values().map(VecDeque::len).sum()
+    }
+
+    /// When the next delayed request or retry is due, if any.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.queue.next_ready_at()
+    }
+
+    /// A Job was added, changed or deleted.
+    pub fn on_job(&mut self, old: Option<&Job>, new: Option<&Job>) {
+        match (old, new) {
+            (_, None) => {
+                if let Some(old) = old {
+                    let key = key_of(
+                        old.metadata.namespace.as_ref(),
+                        old.metadata.name.as_deref().unwrap_or_default(),
+                    );
+                    self.requests.remove(&key);
+                    self.delayed.remove(&key);
+                }
+            }
+            (Some(old), Some(new)) => {
+                let phase = |j: &Job| j.status.as_ref().map(|s| s.state.phase.clone());
+                if old.spec != new.spec || phase(old) != phase(new) {
+                    self.enqueue_job(new, Request::sync());
+                }
+            }
+            (None, Some(new)) => self.enqueue_job(new, Request::sync()),
+        }
+    }
+
+    fn enqueue_job(&mut self, job: &Job, req: Request) {
+        let key = key_of(
+            job.metadata.namespace.as_ref(),
+            job.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.enqueue(key, req);
+    }
+
+    /// A pod was added, changed or deleted; only pods a Job controls matter.
+    pub fn on_pod(&mut self, old: Option<&Pod>, new: Option<&Pod>, view: &ClusterView<'_>) {
+        let Some(pod) = new.or(old) else {
+            return;
+        };
+        let Some(job_name) = owning_job(pod) else {
+            return;
+        };
+        let (Some(task), Some(version)) = (
+            annotation(pod, keys::TASK_SPEC),
+            annotation(pod, keys::JOB_VERSION).and_then(|v| v.parse::<i32>().ok()),
+        ) else {
+            return;
+        };
+        let job_uid = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "Job")
+            .map(|o| o.uid.clone())
+            .unwrap_or_default();
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let key = (namespace.clone(), job_name.to_string());
+        let mut exit_code = 0;
+        let event = match (old, new) {
+            (None, Some(_)) => BusEvent::PodPending,
+            (Some(_), None) => BusEvent::PodEvicted,
+            (Some(old), Some(new)) => {
+                let before = pod_phase(old);
+                match pod_phase(new) {
+                    "Failed" if before != "Failed" => {
+                        exit_code = first_exit_code(new);
+                        BusEvent::PodFailed
+                    }
+                    "Succeeded" if before != "Succeeded" && task_completed(view, &key, task) => {
+                        BusEvent::TaskCompleted
+                    }
+                    "Running" if before != "Running" => BusEvent::PodRunning,
+                    "Pending" if before != "Pending" => BusEvent::PodPending,
+                    "Running" | "Pending" if task_failed(view, &key, task) => BusEvent::TaskFailed,
+                    _ => BusEvent::OutOfSync,
+                }
+            }
+            (None, None) => return,
+        };
+        let event = if is_out_of_sync(pod) {
+            BusEvent::OutOfSync
+        } else {
+            event
+        };
+        let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+        self.cancel_delayed_for_pod(&key, &pod_uid, event);
+        self.enqueue(
+            key,
+            Request {
+                event,
+                action: None,
+                job_uid,
+                task: task.to_string(),
+                pod: pod.metadata.name.clone().unwrap_or_default(),
+                pod_uid,
+                exit_code,
+                job_version: version,
+            },
+        );
+    }
+
+    /// A pod moving on makes a delayed action about its earlier state moot: a pod that left
+    /// Pending cancels its PodPending timeout, a pod that runs again cancels its failure's.
+    fn cancel_delayed_for_pod(&mut self, key: &JobKey, pod_uid: &str, event: BusEvent) {
+        let Some(list) = self.delayed.get_mut(key) else {
+            return;
+        };
+        list.retain(|d| {
+            if d.request.pod_uid != pod_uid || pod_uid.is_empty() {
+                return true;
+            }
+            let moot = match d.request.event {
+                BusEvent::PodPending => event != BusEvent::PodPending,
+                BusEvent::PodFailed | BusEvent::PodEvicted => event == BusEvent::PodRunning,
+                _ => false,
+            };
+            !moot
+        });
+    }
+
+    /// A PodGroup changed: a phase change is news for its job, and a PodGroup that has just
+    /// become unschedulable earns its job a warning.
+    pub fn on_pod_group(
+        &mut self,
+        old: Option<&PodGroup>,
+        new: Option<&PodGroup>,
+        view: &ClusterView<'_>,
+    ) -> Option<Event> {
+        let (Some(old), Some(new)) = (old, new) else {
+            return None;
+        };
+        let job_name = new
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "Job")
+            .map(|o| o.name.clone())?;
+        let key = key_of(new.metadata.namespace.as_ref(), &job_name);
+        let phase = |pg: &PodGroup| {
+            pg.status
+                .as_ref()
+                .map(|s| s.phase.clone())
+                .unwrap_or_default()
+        };
+        if phase(old) != phase(new) {
+            let event = if phase(new) == pg_phase::UNKNOWN {
+                BusEvent::Unknown
+            } else {
+                BusEvent::OutOfSync
+            };
+            self.enqueue(key.clone(), Request::event(event));
+        }
+        let job = view.job(&key.0, &key.1)?;
+        sync::pod_group_event(job, old, new)
+    }
+
+    /// A Command for a job: carry out its action.
+    pub fn on_command(&mut self, key: JobKey, action: BusAction) {
+        let mut req = Request::event(BusEvent::CommandIssued);
+        req.action = Some(action);
+        self.enqueue(key, req);
+    }
+
+    /// Takes the next job that is due and carries out one of its requests. Returns `None` when
+    /// nothing is due.
+    pub fn next(&mut self, env: &JobEnv<'_, '_>) -> Option<Result<JobWork, (JobKey, SyncError)>> {
+        loop {
+            let key = self.queue.pop(env.now)?;
+            self.promote_due(&key, env.now);
+            let req = self
+                .requests
+                .get_mut(&key)
+                .and_then(VecDeque::pop_front)
+                .unwrap_or_else(Request::sync);
+            let Some(job) = env.view.job(&key.0, &key.1) else {
+                // The job is gone; what was queued for it is moot.
+                self.requests.remove(&key);
+                self.delayed.remove(&key);
+                self.queue.forget(&key);
+                self.queue.done(&key);
+                continue;
+            };
+            let decision = decide(job, &req);
+            if let (Some(delay), None) = (decision.delay, req.action) {
+                let mut later = req.clone();
+                later.action = Some(decision.action);
+                let due = env.now.after(delay);
+                self.delayed.entry(key.clone()).or_default().push(Delayed {
+                    due,
+                    request: later,
+                });
+                self.queue.done(&key);
+                self.requeue_if_pending(&key);
+                self.queue.add_after(key, due);
+                continue;
+            }
+            if !matches!(decision.action, BusAction::SyncJob) {
+                // A real action supersedes the job's other waiting timeouts.
+                self.delayed.remove(&key);
+            }
+            let phase = job
+                .status
+                .as_ref()
+                .map(|s| s.state.phase.as_str())
+                .unwrap_or_default();
+            let plan = plan_for(phase, decision.action);
+            self.in_flight.insert(key.clone(), req.clone());
+            return Some(match sync::execute(job, plan, &req, env) {
+                Ok(changes) => Ok(JobWork { key, changes }),
+                Err(e) => Err((key, e)),
+            });
+        }
+    }
+
+    fn promote_due(&mut self, key: &JobKey, now: Instant) {
+        let Some(list) = self.delayed.get_mut(key) else {
+            return;
+        };
+        let (due, waiting): (Vec<Delayed>, Vec<Delayed>) =
+            list.drain(..).partition(|d| d.due <= now);
+        *list = waiting;
+        let next = list.iter().map(|d| d.due).min();
+        if list.is_empty() {
+            self.delayed.remove(key);
+        }
+        let pending = self.requests.entry(key.clone()).or_default();
+        for d in due.into_iter().rev() {
+            pending.push_front(d.request);
+        }
+        if let Some(at) = next {
+            self.queue.add_after(key.clone(), at);
+        }
+    }
+
+    fn requeue_if_pending(&mut self, key: &JobKey) {
+        if self.requests.get(key).is_some_and(|r| !r.is_empty()) {
+            self.queue.add(key.clone());
+        } else {
+            self.requests.remove(key);
+        }
+    }
+
+    /// Reports how the changes of a turn went. A failed turn is retried with backoff, its
+    /// request first; after the retry budget it is dropped with a warning event, and the
+    /// job's next watch event starts afresh.
+    pub fn finish(&mut self, key: &JobKey, ok: bool, now: Instant) -> Option<Event> {
+        let req = self.in_flight.remove(key);
+        if ok {
+            self.queue.forget(key);
+            self.queue.done(key);
+            self.requeue_if_pending(key);
+            return None;
+        }
+        if let Some(req) = req {
+            let pending = self.requests.entry(key.clone()).or_default();
+            if !pending.contains(&req) {
+                pending.push_front(req);
+            }
+        }
+        let retry = self.queue.retry(key.clone(), now);
+        self.queue.done(key);
+        match retry {
+            Retry::After(_) => None,
+            Retry::GaveUp { attempts } => {
+                self.requests.remove(key);
+                Some(Event {
+                    object: format!("Job/{}/{}", key.0, key.1),
+                    type_: volcano_api::event::EventType::Warning,
+                    reason: "SyncFailed".to_string(),
+                    message: format!("gave up reconciling the job after {attempts} attempts"),
+                })
+            }
+        }
+    }
+}
+
+fn first_exit_code(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .map_or(0, |t| t.exit_code)
+}
+
+/// Whether every replica of the task has succeeded.
+fn task_completed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
+    let Some(spec) = view
+        .job(&key.0, &key.1)
+        .and_then(|j| j.spec.tasks.iter().find(|t| t.name == task))
+    else {
+        return false;
+    };
+    let succeeded = view
+        .pods_of_job(&key.0, &key.1)
+        .into_iter()
+        .filter(|p| annotation(p, keys::TASK_SPEC) == Some(task) && pod_phase(p) == "Succeeded")
+        .count();
+    spec.replicas > 0 && succeeded >= usize::try_from(spec.replicas).unwrap_or(usize::MAX)
+}
+
+/// Whether the task's live pods have restarted `maxRetry` times between them (default 3,
+/// `-1` for never).
+fn task_failed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
+    let Some(spec) = view
+        .job(&key.0, &key.1)
+        .and_then(|j| j.spec.tasks.iter().find(|t| t.name == task))
+    else {
+        return false;
+    };
+    let max_retry = match spec.max_retry {
+        Some(-1) => return false,
+        None | Some(0) => 3,
+        Some(n) => n,
+    };
+    if spec.replicas == 0 {
+        return false;
+    }
+    let restarts: i32 = view
+        .pods_of_job(&key.0, &key.1)
+        .into_iter()
+        .filter(|p| annotation(p, keys::TASK_SPEC) == Some(task))
+        .filter(|p| matches!(pod_phase(p), "Running" | "Pending"))
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|s| {
+            s.init_container_statuses
+                .iter()
+                .flatten()
+                .chain(s.container_statuses.iter().flatten())
+        })
+        .map(|c| c.restart_count)
+        .sum();
+    restarts >= max_retry
+}

@@ -1,0 +1,242 @@
+//! The store with the controllers and the scheduler wired to it: every change a component
+//! makes goes through the store, and every watch event the store produces goes back to the
+//! controllers, as in a cluster.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use volcano_api::Objects;
+use volcano_api::k8s_openapi::api::core::v1::PodStatus;
+use volcano_api::keys;
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work};
+use volcano_controllers::time::Instant;
+use volcano_controllers::view::ClusterView;
+use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
+use volcano_scheduler::conf::SchedulerConf;
+use volcano_scheduler::framework::{Decisions, SessionOptions};
+
+use crate::store::{ApplyError, Store, Watched};
+
+/// Turns the controllers may take to settle before the cluster is declared stuck: far more
+/// than any real workload needs, and a bound on a controller that keeps changing its mind.
+pub const MAX_TURNS_PER_SETTLE: usize = 1_000;
+
+/// Why the cluster could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The controllers kept producing work.
+    #[error("the controllers did not settle after {0} turns")]
+    Unsettled(usize),
+    /// The scheduler could not take a snapshot.
+    #[error(transparent)]
+    Snapshot(#[from] BuildError),
+    /// A kubelet-side change named a missing object.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+}
+
+/// What one settling of the controllers did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Turns taken.
+    pub turns: usize,
+    /// Changes applied (events included).
+    pub changes: usize,
+}
+
+/// A simulated cluster: its objects, its controllers and the present time.
+pub struct Cluster {
+    /// The objects.
+    pub store: Store,
+    /// The controllers.
+    pub controllers: ControllerManager,
+    /// The present.
+    pub now: Instant,
+    cache: CacheOptions,
+}
+
+impl Cluster {
+    /// A cluster of `objects` at `now`, with the scheduler's implicit `root` and default
+    /// queues, and controllers that have just listed everything.
+    pub fn new(mut objects: Objects, opts: ManagerOptions, now: Instant) -> Self {
+        let cache = CacheOptions::default();
+        for name in [keys::ROOT_QUEUE, cache.default_queue.as_str()] {
+            if !objects
+                .queues
+                .iter()
+                .any(|q| q.metadata.name.as_deref() == Some(name))
+            {
+                objects.queues.push(implicit_queue(name));
+            }
+        }
+        let store = Store::new(objects);
+        let mut controllers = ControllerManager::new(opts);
+        controllers.relist(&ClusterView::new(&store.objects));
+        Cluster {
+            store,
+            controllers,
+            now,
+            cache,
+        }
+    }
+
+    /// Hands watch events to the controllers.
+    pub fn feed(&mut self, watched: &[Watched]) {
+        let view = ClusterView::new(&self.store.objects);
+        for w in watched {
+            self.controllers.observe(w.as_watch(), &view);
+        }
+    }
+
+    /// Runs the controllers until nothing is due at the present time.
+    pub fn settle(&mut self) -> Result<Settled, ClusterError> {
+        let mut done = Settled::default();
+        loop {
+            let work = {
+                let view = ClusterView::new(&self.store.objects);
+                self.controllers.next(&view, self.now)
+            };
+            let Some(Work { key, changes }) = work else {
+                return Ok(done);
+            };
+            done.turns += 1;
+            if done.turns > MAX_TURNS_PER_SETTLE {
+                return Err(ClusterError::Unsettled(MAX_TURNS_PER_SETTLE));
+            }
+            let mut ok = true;
+            let mut watched = Vec::new();
+            for c in &changes {
+                match self.store.apply(c, self.now) {
+                    Ok(w) => {
+                        done.changes += 1;
+                        watched.extend(w);
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a controller change was refused");
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            self.feed(&watched);
+            self.controllers.finish(&key, ok, self.now);
+        }
+    }
+
+    /// Runs one scheduling session and applies its decisions through the store: binds set
+    /// the pods' node, evicted pods are removed (frozen time: their termination is instant),
+    /// PodGroup and queue status are written where they changed.
+    pub fn run_session(
+        &mut self,
+        conf: &SchedulerConf,
+        uid: &str,
+    ) -> Result<Decisions, ClusterError> {
+        let snap = build_snapshot(&self.store.objects, &self.cache)?;
+        let d = volcano_scheduler::run_session(
+            snap,
+            conf,
+            SessionOptions {
+                uid: uid.to_string(),
+                now: Some(self.now.to_time()),
+            },
+        );
+        let watched = self.apply_decisions(&d);
+        self.feed(&watched);
+        Ok(d)
+    }
+
+    fn apply_decisions(&mut self, d: &Decisions) -> Vec<Watched> {
+        let objs = &mut self.store.objects;
+        let mut watched = Vec::new();
+        let binds: BTreeMap<&str, &str> = d
+            .binds
+            .iter()
+            .map(|(p, n)| (p.as_str(), n.as_str()))
+            .collect();
+        let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+        let key = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            format!(
+                "{}/{}",
+                m.namespace.as_deref().unwrap_or_default(),
+                m.name.as_deref().unwrap_or_default()
+            )
+        };
+        for p in &mut objs.pods {
+            if let Some(node) = binds.get(key(&p.metadata).as_str()) {
+                let old = p.clone();
+                p.spec.get_or_insert_with(Default::default).node_name = Some((*node).to_string());
+                watched.push(Watched::Pod(Some(Box::new(old)), Some(Box::new(p.clone()))));
+            }
+        }
+        let mut kept = Vec::with_capacity(objs.pods.len());
+        for p in objs.pods.drain(..) {
+            if evicted.contains(key(&p.metadata).as_str()) {
+                watched.push(Watched::Pod(Some(Box::new(p)), None));
+            } else {
+                kept.push(p);
+            }
+        }
+        objs.pods = kept;
+        let statuses: BTreeMap<&str, _> = d
+            .pod_groups
+            .iter()
+            .map(|u| (u.key.as_str(), &u.status))
+            .collect();
+        for pg in &mut objs.pod_groups {
+            if let Some(status) = statuses.get(key(&pg.metadata).as_str())
+                && pg.status.as_ref() != Some(*status)
+            {
+                let old = pg.clone();
+                pg.status = Some((*status).clone());
+                watched.push(Watched::PodGroup(
+                    Some(Box::new(old)),
+                    Some(Box::new(pg.clone())),
+                ));
+            }
+        }
+        let allocated: BTreeMap<&str, _> = d
+            .queues
+            .iter()
+            .map(|q| (q.name.as_str(), &q.allocated))
+            .collect();
+        for q in &mut objs.queues {
+            if let Some(a) = q.metadata.name.as_deref().and_then(|n| allocated.get(n)) {
+                let status = q.status.get_or_insert_with(Default::default);
+                if status.allocated.as_ref() != Some(*a) {
+                    status.allocated = Some((*a).clone());
+                }
+            }
+        }
+        self.store.events.extend(d.events.iter().cloned());
+        watched
+    }
+
+    /// Sets a pod's phase as its kubelet would report it (for tests and the simulator).
+    pub fn set_pod_phase(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        phase: &str,
+    ) -> Result<(), ClusterError> {
+        let mut status: PodStatus = self
+            .store
+            .pod(namespace, name)
+            .and_then(|p| p.status.clone())
+            .unwrap_or_default();
+        status.phase = Some(phase.to_string());
+        let w = self.store.set_pod_status(namespace, name, status)?;
+        self.feed(&[w]);
+        Ok(())
+    }
+
+    /// Replaces a pod's status (for failures with exit codes and restarts).
+    pub fn set_pod_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: PodStatus,
+    ) -> Result<(), ClusterError> {
+        let w = self.store.set_pod_status(namespace, name, status)?;
+        self.feed(&[w]);
+        Ok(())
+    }
+}

@@ -1,0 +1,15 @@
+//! The embedded cluster of volcano-rs: an in-memory object store that plays the API server,
+//! driving the controllers and the scheduler exactly as a cluster would.
+//!
+//! - [`store`]: the objects, with creation, patches and deletes as the API server applies them,
+//!   and the watch events each change produces.
+//! - [`cluster`]: the store with the controllers and the scheduler wired to it.
+//! - [`schedule`]: `volcano schedule`: controllers and sessions with frozen time.
+
+pub mod churn;
+pub mod cluster;
+pub mod schedule;
+pub mod store;
+
+pub use cluster::{Cluster, ClusterError};
+pub use store::Store;

@@ -1,0 +1,192 @@
+//! A controller thrown away and rebuilt from the objects (a crash, a failover) repeats
+//! nothing; and the controllers' work queues stay bounded by the objects under churn.
+
+// Helpers outside #[test] functions drive the cluster; a failure there is the test failing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use volcano_controllers::admission;
+use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::manager::{ControllerManager, ManagerOptions};
+use volcano_controllers::time::Instant;
+use volcano_controllers::view::ClusterView;
+use volcano_controllers::workqueue::RetryPolicy;
+use volcano_scheduler::conf::SchedulerConf;
+use volcano_sim::Cluster;
+use volcano_sim::churn::{self, Churn};
+
+fn options() -> ManagerOptions {
+    ManagerOptions {
+        retry: RetryPolicy::default(),
+        scheduler_names: Vec::new(),
+        ssh_keys: Box::new(PlaceholderSshKeys),
+    }
+}
+
+fn job(name: &str, cpu: u32) -> String {
+    format!(
+        r#"
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}, namespace: default}}
+spec:
+  minAvailable: 2
+  tasks:
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - {{name: main, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}
+"#
+    )
+}
+
+const NODE: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}
+"#;
+
+const TAINTED_NODE: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+spec: {taints: [{key: maintenance, effect: NoSchedule}]}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}
+"#;
+
+fn load(text: &str) -> volcano_api::Objects {
+    let mut s = volcano_api::scenario::load_str(Path::new("t.yaml"), text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for j in &mut s.objects.jobs {
+        admission::default_job(j);
+    }
+    s.objects
+}
+
+fn round(c: &mut Cluster, conf: &SchedulerConf, i: u32) -> usize {
+    c.now = c.now.after(Duration::from_secs(1));
+    let settled = c.settle().unwrap();
+    let d = c.run_session(conf, &format!("s{i}")).unwrap();
+    settled.changes + usize::from(d.changed_anything())
+}
+
+#[test]
+fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
+    // The only node is under maintenance: the gang is admitted but cannot be placed. Then the
+    // taint goes and the gang runs, leaving a stale Unschedulable condition behind.
+    let mut c = Cluster::new(
+        load(&format!("{TAINTED_NODE}{}", job("big", 2))),
+        options(),
+        Instant(Duration::from_secs(1)),
+    );
+    let conf = SchedulerConf::default_conf();
+    for i in 0..3 {
+        round(&mut c, &conf, i);
+    }
+    let warned = |c: &Cluster| {
+        c.store
+            .events
+            .iter()
+            .filter(|e| e.object == "Job/default/big" && e.reason == "PodGroupPending")
+            .count()
+    };
+    assert_eq!(
+        warned(&c),
+        1,
+        "one warning when the gang became unschedulable"
+    );
+
+    if let Some(spec) = c.store.objects.nodes[0].spec.as_mut() {
+        spec.taints = None;
+    }
+    for i in 3..8 {
+        round(&mut c, &conf, i);
+    }
+    let pods: Vec<String> = c
+        .store
+        .objects
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    for p in &pods {
+        c.set_pod_phase("default", p, "Running").unwrap();
+    }
+    round(&mut c, &conf, 8);
+    c.settle().unwrap();
+    let status = c
+        .store
+        .job("default", "big")
+        .unwrap()
+        .status
+        .clone()
+        .unwrap();
+    assert_eq!(status.state.phase, "Running");
+    let pg = &c.store.objects.pod_groups[0];
+    let conds = &pg.status.as_ref().unwrap().conditions;
+    assert!(
+        conds.iter().any(|c| c.type_ == "Unschedulable"),
+        "the PodGroup keeps its old Unschedulable condition: {conds:?}"
+    );
+    assert_eq!(warned(&c), 1, "no warning while it runs");
+
+    // Crash: a new controller manager lists everything, as after a restart or a failover.
+    let events_before = c.store.events.len();
+    let objects_before = (
+        c.store.objects.pods.len(),
+        c.store.objects.pod_groups.len(),
+        c.store.owned.len(),
+    );
+    c.controllers = ControllerManager::new(options());
+    c.controllers.relist(&ClusterView::new(&c.store.objects));
+    let settled = c.settle().unwrap();
+    assert_eq!(
+        c.store.events[events_before..],
+        [],
+        "a rebuilt controller emits nothing for a running job"
+    );
+    assert_eq!(settled.changes, 0, "and changes nothing");
+    assert_eq!(
+        objects_before,
+        (
+            c.store.objects.pods.len(),
+            c.store.objects.pod_groups.len(),
+            c.store.owned.len()
+        )
+    );
+}
+
+#[test]
+fn work_queues_stay_bounded_by_the_objects_under_conflicting_churn() {
+    let mut text = String::from(NODE);
+    for i in 0..50 {
+        text.push_str(&job(&format!("j{i}"), 1));
+    }
+    let mut c = Cluster::new(load(&text), options(), Instant(Duration::from_secs(1)));
+    c.settle().unwrap();
+    let objects = c.store.objects;
+    let report = churn::run(
+        objects,
+        options(),
+        Churn {
+            updates: 20_000,
+            over: Duration::from_secs(60),
+            conflict_every: 3,
+        },
+    );
+    assert_eq!(report.updates, 20_000);
+    assert!(
+        report.conflicts * 3 >= report.writes - 2 && report.writes > 10_000,
+        "a third of the writes conflict: {report:?}"
+    );
+    assert!(
+        report.peak_job_queue <= 50 && report.peak_queue_queue <= 2,
+        "work queues hold at most one entry per object: {report:?}"
+    );
+}
