@@ -39,15 +39,28 @@ impl Owned {
         }
     }
 
-    /// The object's namespace and name.
-    pub fn namespace_and_name(&self) -> (String, String) {
-        let meta = match self {
+    /// Whether an owner reference of the object names `uid`.
+    pub fn is_owned_by(&self, uid: &str) -> bool {
+        self.meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid)
+    }
+
+    fn meta(&self) -> &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        match self {
             Owned::Service(o) => &o.metadata,
             Owned::ConfigMap(o) => &o.metadata,
             Owned::Secret(o) => &o.metadata,
             Owned::NetworkPolicy(o) => &o.metadata,
             Owned::PersistentVolumeClaim(o) => &o.metadata,
-        };
+        }
+    }
+
+    /// The object's namespace and name.
+    pub fn namespace_and_name(&self) -> (String, String) {
+        let meta = self.meta();
         (
             meta.namespace.clone().unwrap_or_default(),
             meta.name.clone().unwrap_or_default(),

@@ -18,7 +18,7 @@ use crate::store::{ApplyError, Store, Watched};
 
 /// Turns the controllers may take to settle before the cluster is declared stuck: far more
 /// than any real workload needs, and a bound on a controller that keeps changing its mind.
-pub const MAX_TURNS_PER_SETTLE: usize = 1_000;
+pub const MAX_TURNS_PER_SETTLE: usize = 1_000_000;
 
 /// Why the cluster could not go on.
 #[derive(Debug, thiserror::Error)]

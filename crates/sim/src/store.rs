@@ -267,7 +267,10 @@ impl Store {
                     .position(|j| is(&j.metadata, namespace, name))
                     .ok_or_else(|| not_found("Job", namespace, name))?;
                 let old = objs.jobs.remove(i);
-                vec![Watched::Job(Some(Box::new(old)), None)]
+                let mut watched =
+                    self.collect_garbage(old.metadata.uid.as_deref().unwrap_or_default());
+                watched.push(Watched::Job(Some(Box::new(old)), None));
+                watched
             }
             Change::PatchQueueState { name, state } => {
                 let q = find_queue(objs, name)?;
@@ -332,6 +335,40 @@ impl Store {
                 Vec::new()
             }
         })
+    }
+
+    /// Deletes what the object with `owner_uid` owns, as Kubernetes' garbage collector does
+    /// after a foreground deletion.
+    fn collect_garbage(&mut self, owner_uid: &str) -> Vec<Watched> {
+        if owner_uid.is_empty() {
+            return Vec::new();
+        }
+        let owned_by = |meta: &ObjectMeta| {
+            meta.owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == owner_uid)
+        };
+        let mut watched = Vec::new();
+        let (gone, kept): (Vec<Pod>, Vec<Pod>) = std::mem::take(&mut self.objects.pods)
+            .into_iter()
+            .partition(|p| owned_by(&p.metadata));
+        self.objects.pods = kept;
+        watched.extend(
+            gone.into_iter()
+                .map(|p| Watched::Pod(Some(Box::new(p)), None)),
+        );
+        let (gone, kept): (Vec<PodGroup>, Vec<PodGroup>) =
+            std::mem::take(&mut self.objects.pod_groups)
+                .into_iter()
+                .partition(|p| owned_by(&p.metadata));
+        self.objects.pod_groups = kept;
+        watched.extend(
+            gone.into_iter()
+                .map(|p| Watched::PodGroup(Some(Box::new(p)), None)),
+        );
+        self.owned.retain(|_, o| !o.is_owned_by(owner_uid));
+        watched
     }
 
     /// Adds a Command, as `vcctl` would create it.

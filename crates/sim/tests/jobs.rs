@@ -380,3 +380,38 @@ spec: {weight: 1}
     assert_eq!(sim.job("j").0, job_phase::PENDING);
     assert_eq!(sim.pods("j").len(), 5, "a resumed job gets its pods back");
 }
+
+#[test]
+fn a_finished_job_is_deleted_after_its_ttl_with_what_it_owns() {
+    let mut sim = Sim::new(&mpi_job(
+        "short",
+        "  ttlSecondsAfterFinished: 30\n  plugins: {svc: []}",
+    ));
+    sim.settle();
+    let pods = sim.pods("short");
+    assert!(
+        !sim.c.store.owned.is_empty(),
+        "svc created its Service and ConfigMap"
+    );
+    sim.set_phase(&pods, "Running");
+    sim.settle();
+    sim.set_phase(&pods, "Succeeded");
+    sim.settle();
+    assert_eq!(sim.job("short").0, job_phase::COMPLETED);
+    // Not yet: 10 s later the job is still there.
+    sim.c.now = sim.c.now.after(Duration::from_secs(10));
+    sim.c.settle().unwrap();
+    assert!(sim.c.store.job("default", "short").is_some());
+    sim.c.now = sim.c.now.after(Duration::from_secs(30));
+    sim.c.settle().unwrap();
+    assert!(
+        sim.c.store.job("default", "short").is_none(),
+        "deleted after its TTL"
+    );
+    assert!(sim.pods("short").is_empty());
+    assert!(sim.c.store.objects.pod_groups.is_empty());
+    assert!(
+        sim.c.store.owned.is_empty(),
+        "its Service and ConfigMap too"
+    );
+}

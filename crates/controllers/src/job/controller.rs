@@ -277,6 +277,10 @@ impl JobController {
                 self.queue.done(&key);
                 continue;
             };
+            if let Some(work) = self.collect_if_expired(&key, job, env.now) {
+                self.in_flight.insert(key.clone(), req);
+                return Some(Ok(work));
+            }
             let decision = decide(job, &req);
             if let (Some(delay), None) = (decision.delay, req.action) {
                 let mut later = req.clone();
@@ -307,6 +311,29 @@ impl JobController {
                 Err(e) => Err((key, e)),
             });
         }
+    }
+
+    /// A finished job with `ttlSecondsAfterFinished` is deleted once that long has passed
+    /// since it finished; until then its key waits for the moment.
+    fn collect_if_expired(&mut self, key: &JobKey, job: &Job, now: Instant) -> Option<JobWork> {
+        let ttl = u64::try_from(job.spec.ttl_seconds_after_finished?).ok()?;
+        let status = job.status.as_ref()?;
+        if !volcano_api::batch::job_phase::is_finished(&status.state.phase) {
+            return None;
+        }
+        let finished = Instant::from_time(status.state.last_transition_time.as_ref()?);
+        let due = finished.after(std::time::Duration::from_secs(ttl));
+        if now < due {
+            self.queue.add_after(key.clone(), due);
+            return None;
+        }
+        Some(JobWork {
+            key: key.clone(),
+            changes: vec![Change::DeleteJob {
+                namespace: key.0.clone(),
+                name: key.1.clone(),
+            }],
+        })
     }
 
     fn promote_due(&mut self, key: &JobKey, now: Instant) {
