@@ -12,7 +12,7 @@ use volcano_api::scheduling::{PodGroup, PodGroupSpec, PodGroupStatus, phase};
 
 use crate::change::Change;
 use crate::time::Instant;
-use crate::view::{ClusterView, NamespacedName, owning_job};
+use crate::view::{ClusterView, NamespacedName, owning_job, pod_annotation as annotation};
 use crate::workqueue::{RetryPolicy, WorkQueue};
 
 /// The PodGroup controller.
@@ -28,15 +28,6 @@ pub struct PodGroupWork {
     pub pod: NamespacedName,
     /// What to change.
     pub changes: Vec<Change>,
-}
-
-fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
-        .filter(|v| !v.is_empty())
 }
 
 impl PodGroupController {
@@ -56,8 +47,8 @@ impl PodGroupController {
             .and_then(|s| s.scheduler_name.as_deref())
             .is_some_and(|n| self.scheduler_names.iter().any(|s| s == n));
         ours && owning_job(pod).is_none()
-            && annotation(pod, keys::GROUP_NAME).is_none()
-            && annotation(pod, keys::VOLCANO_GROUP_NAME).is_none()
+            && annotation(pod, keys::GROUP_NAME).is_none_or(str::is_empty)
+            && annotation(pod, keys::VOLCANO_GROUP_NAME).is_none_or(str::is_empty)
     }
 
     /// A pod was added or changed.

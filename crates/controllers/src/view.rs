@@ -41,6 +41,15 @@ pub fn pod_group_queue(pg: &PodGroup) -> &str {
     }
 }
 
+/// A pod's annotation, if set.
+pub fn pod_annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
 /// The Volcano Job a pod was created for, if any: its controller owner reference of kind Job.
 pub fn owning_job(pod: &Pod) -> Option<&str> {
     pod.metadata

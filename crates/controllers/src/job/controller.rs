@@ -16,7 +16,7 @@ use super::state::plan_for;
 use super::sync::{self, JobEnv, SyncError, is_out_of_sync, pod_phase};
 use crate::change::Change;
 use crate::time::Instant;
-use crate::view::{ClusterView, owning_job};
+use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{Retry, RetryPolicy, WorkQueue};
 
 /// A policy action waiting for its timeout.
@@ -46,14 +46,6 @@ pub struct JobWork {
 
 fn key_of(namespace: Option<&String>, name: &str) -> JobKey {
     (namespace.cloned().unwrap_or_default(), name.to_string())
-}
-
-fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
 }
 
 impl JobController {

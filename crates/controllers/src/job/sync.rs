@@ -15,7 +15,7 @@ use super::request::Request;
 use super::state::{Plan, Retain, Work, apply_rule};
 use crate::change::{Change, Owned};
 use crate::time::Instant;
-use crate::view::ClusterView;
+use crate::view::{ClusterView, pod_annotation as annotation};
 
 /// Why a job could not be reconciled this time; it is retried with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -217,14 +217,6 @@ pub fn pod_phase(pod: &Pod) -> &str {
         None | Some("") => "Pending",
         Some(p) => p,
     }
-}
-
-fn annotation<'p>(pod: &'p Pod, key: &str) -> Option<&'p str> {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
 }
 
 /// Whether the job controller marked the pod for deletion.
