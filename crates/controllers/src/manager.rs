@@ -231,21 +231,28 @@ impl ControllerManager {
             now,
             plugins: &plugins,
         };
-        match self.jobs.next(&env) {
-            Some(Ok(w)) => {
-                return Some(Work {
-                    key: WorkKey::Job(w.key),
-                    changes: w.changes,
-                });
-            }
-            Some(Err((key, e))) => {
-                tracing::warn!(error = %e, "job sync failed; it will be retried");
-                if let Some(event) = self.jobs.finish(&key, false, now) {
-                    self.events.push(event);
+        // A job that cannot be synced is retried later; the loop goes on to the next one.
+        while let Some(turn) = self.jobs.next(&env) {
+            match turn {
+                Ok(w) => {
+                    return Some(Work {
+                        key: WorkKey::Job(w.key),
+                        changes: w.changes,
+                    });
                 }
-                return self.next(view, now);
+                Err((key, e)) => {
+                    tracing::warn!(error = %e, "job sync failed; it will be retried");
+                    if let Some(event) = self.jobs.finish(&key, false, now) {
+                        self.events.push(event);
+                    }
+                }
             }
-            None => {}
+        }
+        if !self.events.is_empty() {
+            return Some(Work {
+                key: WorkKey::Events,
+                changes: self.events.drain(..).map(Change::Event).collect(),
+            });
         }
         if let Some(w) = self.pod_groups.next(view, now) {
             return Some(Work {

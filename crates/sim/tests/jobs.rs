@@ -415,3 +415,40 @@ fn a_finished_job_is_deleted_after_its_ttl_with_what_it_owns() {
         "its Service and ConfigMap too"
     );
 }
+
+#[test]
+fn a_pending_timeout_restarts_the_job_once_not_once_per_pod() {
+    let yaml = r#"
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: stuck, namespace: default}
+spec:
+  minAvailable: 1
+  maxRetry: 3
+  policies:
+  - {event: PodPending, action: RestartJob, timeout: 10s}
+  tasks:
+  - name: w
+    replicas: 6
+    template:
+      spec:
+        nodeSelector: {pool: none}
+        containers:
+        - {name: main, image: x, resources: {requests: {cpu: "1"}}}
+"#;
+    let mut sim = Sim::new(yaml);
+    sim.settle();
+    assert_eq!(
+        sim.pods("stuck").len(),
+        6,
+        "admitted, pods created, none placed"
+    );
+    sim.c.now = sim.c.now.after(Duration::from_secs(11));
+    sim.c.settle().unwrap();
+    let (phase, _, _, _, _, retries) = sim.job("stuck");
+    assert_eq!(
+        retries, 1,
+        "six pods timing out together restart the job once"
+    );
+    assert_ne!(phase, job_phase::FAILED);
+}

@@ -288,8 +288,11 @@ impl JobController {
                 continue;
             }
             if !matches!(decision.action, BusAction::SyncJob) {
-                // A real action supersedes the job's other waiting timeouts.
+                // A real action supersedes the job's other timeouts, waiting or already due.
                 self.delayed.remove(&key);
+                if let Some(pending) = self.requests.get_mut(&key) {
+                    pending.retain(|r| r.action.is_none() || r.event == BusEvent::CommandIssued);
+                }
             }
             let phase = job
                 .status

@@ -32,7 +32,14 @@ impl Decision {
 /// or the exit code gives the action. A pending pod matches only a policy with a timeout,
 /// since "pending" is only a problem when it lasts.
 pub fn decide(job: &Job, req: &Request) -> Decision {
+    let version = job.status.as_ref().map_or(0, |s| s.version);
     if let Some(action) = req.action {
+        // A delayed policy action about an older generation of the job is moot: the job was
+        // killed and restarted since.
+        let delayed = req.event != BusEvent::CommandIssued;
+        if delayed && req.job_version < version {
+            return Decision::now(BusAction::SyncJob);
+        }
         return Decision::now(action);
     }
     if req.is_internal() {
@@ -42,7 +49,6 @@ pub fn decide(job: &Job, req: &Request) -> Decision {
     if !req.job_uid.is_empty() && req.job_uid != uid {
         return Decision::now(BusAction::SyncJob);
     }
-    let version = job.status.as_ref().map_or(0, |s| s.version);
     if req.job_version < version {
         return Decision::now(BusAction::SyncJob);
     }
@@ -175,6 +181,16 @@ mod tests {
         let mut other = pod_event(BusEvent::PodFailed);
         other.job_uid = "uid-0".into();
         assert_eq!(decide(&j, &other).action, BusAction::SyncJob);
+    }
+
+    #[test]
+    fn a_delayed_action_of_an_older_generation_only_syncs() {
+        let j = job(vec![], vec![]);
+        let mut late = pod_event(BusEvent::PodPending);
+        late.action = Some(BusAction::RestartJob);
+        assert_eq!(decide(&j, &late).action, BusAction::RestartJob);
+        late.job_version = 1;
+        assert_eq!(decide(&j, &late).action, BusAction::SyncJob);
     }
 
     #[test]

@@ -258,27 +258,67 @@ impl QueueController {
         }
     }
 
-    /// Reports how a turn's changes went; a failed turn is retried with backoff.
+    /// Reports how a turn's changes went. A failed turn is retried with backoff, its action
+    /// first; after the retry budget the queue's waiting actions are dropped with a warning.
     pub fn finish(&mut self, name: &str, ok: bool, now: Instant) {
+        let key = name.to_string();
         let action = self.in_flight.remove(name);
         if ok {
-            self.queue.forget(&name.to_string());
-        } else if let Some(a) = action.filter(|a| *a != BusAction::SyncQueue) {
+            self.queue.forget(&key);
+            self.queue.done(&key);
+            if self.actions.get(name).is_some_and(|a| !a.is_empty()) {
+                self.queue.add(key);
+            }
+            return;
+        }
+        if let Some(a) = action.filter(|a| *a != BusAction::SyncQueue) {
             // The command's action is not lost with the failed write: it goes first next time.
-            self.actions
-                .entry(name.to_string())
-                .or_default()
-                .push_front(a);
-            let _ = self.queue.retry(name.to_string(), now);
-        } else if let Retry::GaveUp { .. } = self.queue.retry(name.to_string(), now) {
-            tracing::warn!(
-                queue = name,
-                "gave up syncing the queue after repeated failures"
-            );
+            self.actions.entry(key.clone()).or_default().push_front(a);
         }
-        self.queue.done(&name.to_string());
-        if self.actions.get(name).is_some_and(|a| !a.is_empty()) {
-            self.queue.add(name.to_string());
+        // The retry is already scheduled; adding the key now would skip its backoff.
+        if let Retry::GaveUp { attempts } = self.queue.retry(key.clone(), now) {
+            self.actions.remove(name);
+            tracing::warn!(queue = name, attempts, "gave up reconciling the queue");
         }
+        self.queue.done(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volcano_api::Objects;
+    use volcano_api::scheduling::QueueSpec;
+
+    #[test]
+    fn a_failed_close_backs_off_and_is_given_up() {
+        let mut objects = Objects::default();
+        objects.queues.push(Queue::new("q", QueueSpec::default()));
+        let view = ClusterView::new(&objects);
+        let mut qc = QueueController::new(RetryPolicy::default());
+        qc.act("q", BusAction::CloseQueue);
+        let now = Instant::default();
+        let w = qc.next(&view, now).expect("the close is due");
+        assert!(
+            w.changes
+                .iter()
+                .any(|c| matches!(c, Change::PatchQueueState { state, .. } if state == "Closed"))
+        );
+        qc.finish("q", false, now);
+        assert!(
+            qc.next(&view, now).is_none(),
+            "the retry waits for its backoff"
+        );
+        let mut at = now;
+        let mut turns = 1;
+        while let Some(at_next) = qc.next_due() {
+            at = at_next.max(at);
+            let Some(_) = qc.next(&view, at) else { break };
+            qc.finish("q", false, at);
+            turns += 1;
+            assert!(turns < 100, "gives up after its retry budget");
+        }
+        assert_eq!(turns, 16, "the first try and 15 retries");
+        assert_eq!(qc.queue_len(), 0);
     }
 }
