@@ -5,12 +5,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use volcano_api::Objects;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::api::core::v1::PodStatus;
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
+use volcano_api::scheduling::PodGroup;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
-use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
+use volcano_scheduler::cache::{
+    BuildError, CacheOptions, apply_decisions, build_snapshot, implicit_queue,
+};
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Decisions, SessionOptions};
 
@@ -81,6 +86,9 @@ impl Cluster {
 
     /// Hands watch events to the controllers.
     pub fn feed(&mut self, watched: &[Watched]) {
+        if watched.is_empty() {
+            return;
+        }
         let view = ClusterView::new(&self.store.objects);
         for w in watched {
             self.controllers.observe(w.as_watch(), &view);
@@ -144,66 +152,61 @@ impl Cluster {
         Ok(d)
     }
 
+    /// Applies the decisions with the scheduler's own `apply_decisions`, and turns what
+    /// changed into watch events: the pods bound or evicted, the PodGroups whose status moved.
     fn apply_decisions(&mut self, d: &Decisions) -> Vec<Watched> {
         let objs = &mut self.store.objects;
-        let mut watched = Vec::new();
-        let binds: BTreeMap<&str, &str> = d
-            .binds
-            .iter()
-            .map(|(p, n)| (p.as_str(), n.as_str()))
-            .collect();
-        let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
-        let key = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        let key = |m: &ObjectMeta| {
             format!(
                 "{}/{}",
                 m.namespace.as_deref().unwrap_or_default(),
                 m.name.as_deref().unwrap_or_default()
             )
         };
-        for p in &mut objs.pods {
-            if let Some(node) = binds.get(key(&p.metadata).as_str()) {
-                let old = p.clone();
-                p.spec.get_or_insert_with(Default::default).node_name = Some((*node).to_string());
-                watched.push(Watched::Pod(Some(Box::new(old)), Some(Box::new(p.clone()))));
-            }
-        }
-        let mut kept = Vec::with_capacity(objs.pods.len());
-        for p in objs.pods.drain(..) {
-            if evicted.contains(key(&p.metadata).as_str()) {
-                watched.push(Watched::Pod(Some(Box::new(p)), None));
-            } else {
-                kept.push(p);
-            }
-        }
-        objs.pods = kept;
-        let statuses: BTreeMap<&str, _> = d
+        let touched: BTreeSet<&str> = d
+            .binds
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .chain(d.evictions.iter().map(String::as_str))
+            .collect();
+        let old_pods: BTreeMap<String, Pod> = objs
+            .pods
+            .iter()
+            .filter(|p| touched.contains(key(&p.metadata).as_str()))
+            .map(|p| (key(&p.metadata), p.clone()))
+            .collect();
+        let old_groups: BTreeMap<String, PodGroup> = objs
             .pod_groups
             .iter()
-            .map(|u| (u.key.as_str(), &u.status))
+            .map(|pg| (key(&pg.metadata), pg.clone()))
             .collect();
-        for pg in &mut objs.pod_groups {
-            if let Some(status) = statuses.get(key(&pg.metadata).as_str())
-                && pg.status.as_ref() != Some(*status)
-            {
-                let old = pg.clone();
-                pg.status = Some((*status).clone());
-                watched.push(Watched::PodGroup(
-                    Some(Box::new(old)),
-                    Some(Box::new(pg.clone())),
+        apply_decisions(objs, d);
+
+        let mut watched = Vec::new();
+        let mut still_there = BTreeSet::new();
+        for p in &objs.pods {
+            let k = key(&p.metadata);
+            if let Some(old) = old_pods.get(&k) {
+                still_there.insert(k);
+                watched.push(Watched::Pod(
+                    Some(Box::new(old.clone())),
+                    Some(Box::new(p.clone())),
                 ));
             }
         }
-        let allocated: BTreeMap<&str, _> = d
-            .queues
-            .iter()
-            .map(|q| (q.name.as_str(), &q.allocated))
-            .collect();
-        for q in &mut objs.queues {
-            if let Some(a) = q.metadata.name.as_deref().and_then(|n| allocated.get(n)) {
-                let status = q.status.get_or_insert_with(Default::default);
-                if status.allocated.as_ref() != Some(*a) {
-                    status.allocated = Some((*a).clone());
-                }
+        for (k, old) in old_pods {
+            if !still_there.contains(&k) {
+                watched.push(Watched::Pod(Some(Box::new(old)), None));
+            }
+        }
+        for pg in &objs.pod_groups {
+            if let Some(old) = old_groups.get(&key(&pg.metadata))
+                && old.status != pg.status
+            {
+                watched.push(Watched::PodGroup(
+                    Some(Box::new(old.clone())),
+                    Some(Box::new(pg.clone())),
+                ));
             }
         }
         self.store.events.extend(d.events.iter().cloned());
