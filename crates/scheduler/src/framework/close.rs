@@ -15,6 +15,8 @@ use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 pub const UNSCHEDULABLE: &str = "Unschedulable";
 /// Condition type of a gang that is ready.
 pub const SCHEDULED: &str = "Scheduled";
+/// Event reason on an evicted pod.
+pub const EVICT: &str = "Evict";
 /// Condition reason when resources are short.
 pub const NOT_ENOUGH_RESOURCES: &str = "NotEnoughResources";
 
@@ -60,6 +62,8 @@ pub struct Decisions {
     pub binds: Vec<(String, String)>,
     /// `ns/pod` to evict.
     pub evictions: Vec<String>,
+    /// `ns/pod` evicted → why: the preemptor or the reclaiming queue.
+    pub eviction_reasons: BTreeMap<String, String>,
     /// `(ns/pod, node)` left pipelined.
     pub pipelined: Vec<(String, String)>,
     /// Every PodGroup's status.
@@ -215,7 +219,12 @@ impl Session {
             evictions: self
                 .evictions
                 .iter()
-                .map(|t| s.task(*t).key.clone())
+                .map(|(t, _)| s.task(*t).key.clone())
+                .collect(),
+            eviction_reasons: self
+                .evictions
+                .iter()
+                .map(|(t, reason)| (s.task(*t).key.clone(), reason.clone()))
                 .collect(),
             out_of_sync_nodes: s
                 .nodes
@@ -231,6 +240,15 @@ impl Session {
             {
                 d.pipelined.push((t.key.clone(), s.node(n).name.clone()));
             }
+        }
+        // Volcano's cache records a Warning `Evict` event on each victim pod.
+        for (t, reason) in &self.evictions {
+            d.events.push(Event {
+                object: format!("Pod/{}", s.task(*t).key),
+                type_: EventType::Warning,
+                reason: EVICT.to_string(),
+                message: reason.clone(),
+            });
         }
         for j in s.job_ids() {
             self.close_job(j, &mut d);

@@ -217,4 +217,87 @@ impl Session {
         }
         Ok(())
     }
+
+    /// Victims `preemptor` may take among `candidates`, combined as Volcano's `Preemptable`.
+    pub fn preemptable(&self, preemptor: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
+        self.victims(
+            |f| f.preemptable,
+            |p| p.preemptable(&self.snap, preemptor, candidates),
+        )
+    }
+
+    /// Victims `reclaimer` may take among `candidates`, combined as Volcano's `Reclaimable`.
+    pub fn reclaimable(&self, reclaimer: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
+        self.victims(
+            |f| f.reclaimable,
+            |p| p.reclaimable(&self.snap, reclaimer, candidates),
+        )
+    }
+
+    /// Within a tier, abstaining plugins are skipped; the first answer starts the victim set,
+    /// later ones intersect it; an empty answer (or an empty intersection, as in Volcano where
+    /// it becomes nil) clears the set. The first tier that ends with a set decides; when none
+    /// does, there are no victims.
+    fn victims(
+        &self,
+        gate: fn(&PluginFlags) -> bool,
+        answer: impl Fn(&dyn Plugin) -> Option<Vec<TaskId>>,
+    ) -> Vec<TaskId> {
+        for tier in &self.tiers {
+            let mut victims: Option<Vec<TaskId>> = None;
+            for slot in tier.iter().filter(|s| gate(&s.flags)) {
+                let Some(candidates) = answer(slot.plugin.as_ref()) else {
+                    continue;
+                };
+                if candidates.is_empty() {
+                    victims = None;
+                    break;
+                }
+                victims = match victims {
+                    None => Some(candidates),
+                    Some(v) => {
+                        let both: Vec<TaskId> =
+                            v.into_iter().filter(|t| candidates.contains(t)).collect();
+                        (!both.is_empty()).then_some(both)
+                    }
+                };
+            }
+            if let Some(v) = victims {
+                return v;
+            }
+        }
+        Vec::new()
+    }
+
+    /// AND over the enabled plugins: whether queue `q` may reclaim for task `t`.
+    pub fn preemptive(&self, q: QueueId, t: TaskId) -> bool {
+        self.enabled(|f| f.preemptive)
+            .all(|s| s.plugin.preemptive(&self.snap, q, t).unwrap_or(true))
+    }
+
+    /// Whether victims of queue `l` are evicted before those of `r` for a preemptor in
+    /// `preemptor_queue`: the first plugin with an opinion, else the reverse of queue order.
+    pub fn victim_queue_order_less(
+        &self,
+        l: QueueId,
+        r: QueueId,
+        preemptor_queue: QueueId,
+    ) -> bool {
+        self.tiers
+            .iter()
+            .flatten()
+            .filter_map(|slot| {
+                slot.plugin
+                    .victim_queue_order(&self.snap, l, r, preemptor_queue)
+            })
+            .find(|o| *o != Ordering::Equal)
+            .map(|o| o == Ordering::Less)
+            .unwrap_or_else(|| !self.queue_order_less(l, r))
+    }
+
+    /// Volcano's job order as a comparison: the first plugin with an opinion, `None` when
+    /// none has one (no creation-time fallback, as `JobOrderCompareFn`).
+    pub fn job_order_opinion(&self, l: JobId, r: JobId) -> Option<bool> {
+        self.first_opinion(|f| f.job_order, |p| p.job_order(&self.snap, l, r))
+    }
 }

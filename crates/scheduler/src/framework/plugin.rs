@@ -106,6 +106,41 @@ pub trait Plugin: Send {
     fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {
         None
     }
+    /// Which of `candidates` (running tasks, in the order given) `preemptor` may preempt;
+    /// `None` abstains. The order of the answer is kept.
+    fn preemptable(
+        &self,
+        s: &Snapshot,
+        preemptor: TaskId,
+        candidates: &[TaskId],
+    ) -> Option<Vec<TaskId>> {
+        None
+    }
+    /// Which of `candidates` (running tasks of other queues) `reclaimer` may reclaim; `None`
+    /// abstains.
+    fn reclaimable(
+        &self,
+        s: &Snapshot,
+        reclaimer: TaskId,
+        candidates: &[TaskId],
+    ) -> Option<Vec<TaskId>> {
+        None
+    }
+    /// Whether queue `q` may reclaim resources for task `t`.
+    fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {
+        None
+    }
+    /// Order of victims' queues for a preemptor in `preemptor_queue`: `Less` means victims
+    /// of `l` are evicted first.
+    fn victim_queue_order(
+        &self,
+        s: &Snapshot,
+        l: QueueId,
+        r: QueueId,
+        preemptor_queue: QueueId,
+    ) -> Option<Ordering> {
+        None
+    }
     /// Whether the queue already has all it deserves.
     fn overused(&self, s: &Snapshot, q: QueueId) -> Option<bool> {
         None

@@ -42,8 +42,8 @@ pub struct Session {
     pub(crate) tiers: Vec<Vec<PluginSlot>>,
     /// Tasks committed for binding, in order.
     pub(crate) binds: Vec<(TaskId, NodeId)>,
-    /// Tasks committed for eviction, in order.
-    pub(crate) evictions: Vec<TaskId>,
+    /// Tasks committed for eviction, in order, with the reason naming who takes their place.
+    pub(crate) evictions: Vec<(TaskId, String)>,
 }
 
 impl Session {
@@ -113,12 +113,26 @@ impl Session {
         st.push_pipeline(t, n);
     }
 
-    /// Evicts `t` inside a statement.
-    pub fn stmt_evict(&mut self, st: &mut Statement, t: TaskId) {
+    /// Evicts `t` inside a statement; `reason` says who takes its place.
+    pub fn stmt_evict(&mut self, st: &mut Statement, t: TaskId, reason: String) {
         let before = self.snap.task(t).status;
         self.snap.update_on_node(t, TaskStatus::Releasing);
+        self.set_evicted_on_node(t, true);
         self.fire_deallocate(t);
-        st.push_evict(t, before);
+        st.push_evict(t, before, reason);
+    }
+
+    /// Keeps the node's count of pods evicted in this session, which the pod-count predicate
+    /// no longer counts (Volcano's predicates plugin drops an evicted pod from its node).
+    fn set_evicted_on_node(&mut self, t: TaskId, evicted: bool) {
+        if let Some(n) = self.snap.task(t).node {
+            let node = &mut self.snap.nodes[n.idx()];
+            if evicted {
+                node.evicted_in_session += 1;
+            } else {
+                node.evicted_in_session = node.evicted_in_session.saturating_sub(1);
+            }
+        }
     }
 
     /// Makes a statement's operations final: allocations are sent for binding, evictions are
@@ -127,7 +141,9 @@ impl Session {
         for op in st.into_ops() {
             match op {
                 super::statement::Op::Allocate { task, node } => self.dispatch(task, node),
-                super::statement::Op::Evict { task, .. } => self.evictions.push(task),
+                super::statement::Op::Evict { task, reason, .. } => {
+                    self.evictions.push((task, reason));
+                }
                 super::statement::Op::Pipeline { .. } => {}
             }
         }
@@ -142,8 +158,9 @@ impl Session {
                     self.snap.unplace(task, TaskStatus::Pending);
                     self.fire_deallocate(task);
                 }
-                super::statement::Op::Evict { task, before } => {
+                super::statement::Op::Evict { task, before, .. } => {
                     self.snap.update_on_node(task, before);
+                    self.set_evicted_on_node(task, false);
                     self.fire_allocate(task);
                 }
             }

@@ -4,14 +4,18 @@
 use crate::model::{NodeId, TaskId, TaskStatus};
 
 /// One recorded operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Op {
     /// Task allocated on a node.
     Allocate { task: TaskId, node: NodeId },
     /// Task pipelined onto a node.
     Pipeline { task: TaskId, node: NodeId },
-    /// Task evicted; `before` is the status to restore.
-    Evict { task: TaskId, before: TaskStatus },
+    /// Task evicted; `before` is the status to restore; `reason` names who took its place.
+    Evict {
+        task: TaskId,
+        before: TaskStatus,
+        reason: String,
+    },
 }
 
 /// Operations applied to a session that can still be committed or discarded together.
@@ -45,8 +49,25 @@ impl Statement {
         self.ops.push(Op::Pipeline { task, node });
     }
 
-    pub(crate) fn push_evict(&mut self, task: TaskId, before: TaskStatus) {
-        self.ops.push(Op::Evict { task, before });
+    pub(crate) fn push_evict(&mut self, task: TaskId, before: TaskStatus, reason: String) {
+        self.ops.push(Op::Evict {
+            task,
+            before,
+            reason,
+        });
+    }
+
+    /// Whether the statement evicts anything.
+    pub fn has_evictions(&self) -> bool {
+        self.ops.iter().any(|op| matches!(op, Op::Evict { .. }))
+    }
+
+    /// The tasks the statement evicts, in order.
+    pub fn evicted(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.ops.iter().filter_map(|op| match op {
+            Op::Evict { task, .. } => Some(*task),
+            _ => None,
+        })
     }
 
     pub(crate) fn into_ops(self) -> Vec<Op> {

@@ -38,6 +38,8 @@ pub struct NodeInfo {
     pub non_zero_requested: (i64, i64),
     /// Whether the node's pods needed more than its allocatable when the snapshot was taken.
     pub out_of_sync: bool,
+    /// Tasks evicted from the node in this session (still Releasing on it).
+    pub evicted_in_session: usize,
 }
 
 impl NodeInfo {
@@ -55,6 +57,7 @@ impl NodeInfo {
             tasks: Vec::new(),
             non_zero_requested: (0, 0),
             out_of_sync: false,
+            evicted_in_session: 0,
         }
     }
 
@@ -121,8 +124,9 @@ impl NodeInfo {
         self.refresh_future_idle();
     }
 
-    /// Number of tasks on the node (pipelined ones included, as the pod-count predicate sees it).
+    /// Number of pods the pod-count predicate sees: pipelined ones included, those evicted in
+    /// this session not.
     pub fn pod_count(&self) -> usize {
-        self.tasks.len()
+        self.tasks.len().saturating_sub(self.evicted_in_session)
     }
 }
