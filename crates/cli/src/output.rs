@@ -60,6 +60,7 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
         "sessions": run.sessions,
         "bindings": run.bindings,
         "evictions": run.evictions,
+        "evictionReasons": run.eviction_reasons,
         "pipelined": run.pipelined,
         "podgroups": podgroups,
         "queues": queues,
@@ -108,7 +109,14 @@ pub fn text(run: &Run) -> String {
     if !run.evictions.is_empty() {
         let _ = writeln!(s, "\nEVICTED");
         for pod in &run.evictions {
-            let _ = writeln!(s, "  {pod}");
+            match run.eviction_reasons.get(pod) {
+                Some(why) => {
+                    let _ = writeln!(s, "  {pod:<40} {why}");
+                }
+                None => {
+                    let _ = writeln!(s, "  {pod}");
+                }
+            }
         }
     }
     let _ = writeln!(s, "\nPODGROUPS");

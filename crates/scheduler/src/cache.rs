@@ -555,6 +555,18 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             spec.node_name = Some((*node).to_string());
         }
     }
+    let nominated: HashMap<&str, &str> = d
+        .nominated
+        .iter()
+        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .collect();
+    for p in &mut objs.pods {
+        if let Some(node) = nominated.get(object_key(&p.metadata).as_str()) {
+            p.status
+                .get_or_insert_with(Default::default)
+                .nominated_node_name = Some((*node).to_string());
+        }
+    }
     objs.pods
         .retain(|p| !evicted.contains(object_key(&p.metadata).as_str()));
     let statuses: HashMap<&str, _> = d

@@ -27,15 +27,9 @@ tiers:
 "#;
 
 /// Actions volcano-rs runs.
-pub const SUPPORTED_ACTIONS: &[&str] = &["enqueue", "allocate", "backfill"];
+pub const SUPPORTED_ACTIONS: &[&str] = &["enqueue", "allocate", "backfill", "preempt", "reclaim"];
 /// Actions Volcano knows that volcano-rs accepts but does not run yet.
-pub const PENDING_ACTIONS: &[&str] = &[
-    "preempt",
-    "reclaim",
-    "shuffle",
-    "gangpreempt",
-    "gangreclaim",
-];
+pub const PENDING_ACTIONS: &[&str] = &["shuffle", "gangpreempt", "gangreclaim"];
 /// Plugins volcano-rs implements.
 pub const SUPPORTED_PLUGINS: &[&str] = &[
     "priority",
@@ -486,9 +480,9 @@ mod tests {
 
     #[test]
     fn pending_names_are_skipped_not_rejected() {
-        let (conf, skipped) = SchedulerConf::parse("actions: enqueue, allocate, preempt\ntiers:\n- plugins:\n  - name: sla\n  - name: gang\n").unwrap();
+        let (conf, skipped) = SchedulerConf::parse("actions: enqueue, allocate, shuffle\ntiers:\n- plugins:\n  - name: sla\n  - name: gang\n").unwrap();
         assert_eq!(conf.actions, ["enqueue", "allocate"]);
-        assert_eq!(skipped.actions, ["preempt"]);
+        assert_eq!(skipped.actions, ["shuffle"]);
         assert_eq!(skipped.plugins, ["sla"]);
         assert_eq!(conf.tiers[0].plugins.len(), 1);
     }

@@ -168,6 +168,7 @@ impl Cluster {
             .iter()
             .map(|(p, _)| p.as_str())
             .chain(d.evictions.iter().map(String::as_str))
+            .chain(d.nominated.iter().map(|(p, _)| p.as_str()))
             .collect();
         let old_pods: BTreeMap<String, Pod> = objs
             .pods

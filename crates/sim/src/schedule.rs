@@ -39,6 +39,8 @@ pub struct Run {
     pub bindings: BTreeMap<String, String>,
     /// Pods evicted by this run.
     pub evictions: Vec<String>,
+    /// Evicted pod → why: the preemptor or the reclaiming queue that took its place.
+    pub eviction_reasons: BTreeMap<String, String>,
     /// Pods pipelined after the last session.
     pub pipelined: BTreeMap<String, String>,
     /// Every PodGroup's status at the end.
@@ -73,6 +75,11 @@ pub fn run(
         run.sessions = i;
         run.bindings.extend(d.binds.iter().cloned());
         run.evictions.extend(d.evictions.iter().cloned());
+        run.eviction_reasons.extend(
+            d.eviction_reasons
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         run.pipelined = d.pipelined.iter().cloned().collect();
         run.unschedulable = d.unschedulable.clone();
         run.out_of_sync_nodes = d.out_of_sync_nodes.clone();

@@ -3,8 +3,11 @@
 mod allocate;
 mod backfill;
 mod enqueue;
+mod evict;
 mod job_queues;
 mod nodes;
+mod preempt;
+mod reclaim;
 
 use crate::framework::Session;
 
@@ -14,6 +17,8 @@ pub fn run(name: &str, ssn: &mut Session) {
         "enqueue" => enqueue::execute(ssn),
         "allocate" => allocate::execute(ssn),
         "backfill" => backfill::execute(ssn),
+        "preempt" => preempt::execute(ssn),
+        "reclaim" => reclaim::execute(ssn),
         _ => {}
     }
 }

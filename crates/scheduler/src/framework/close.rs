@@ -66,6 +66,9 @@ pub struct Decisions {
     pub eviction_reasons: BTreeMap<String, String>,
     /// `(ns/pod, node)` left pipelined.
     pub pipelined: Vec<(String, String)>,
+    /// `(ns/pod, node)`: pods whose evictions made room on the node, to be written as
+    /// `status.nominatedNodeName`.
+    pub nominated: Vec<(String, String)>,
     /// Every PodGroup's status.
     pub pod_groups: Vec<PodGroupUpdate>,
     /// Every queue's allocated resources.
@@ -225,6 +228,11 @@ impl Session {
                 .evictions
                 .iter()
                 .map(|(t, reason)| (s.task(*t).key.clone(), reason.clone()))
+                .collect(),
+            nominated: self
+                .nominations
+                .iter()
+                .map(|(t, n)| (s.task(*t).key.clone(), s.node(*n).name.clone()))
                 .collect(),
             out_of_sync_nodes: s
                 .nodes

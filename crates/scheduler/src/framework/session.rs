@@ -44,6 +44,8 @@ pub struct Session {
     pub(crate) binds: Vec<(TaskId, NodeId)>,
     /// Tasks committed for eviction, in order, with the reason naming who takes their place.
     pub(crate) evictions: Vec<(TaskId, String)>,
+    /// Pipelined tasks nominated to the node their evictions freed.
+    pub(crate) nominations: Vec<(TaskId, NodeId)>,
 }
 
 impl Session {
@@ -72,6 +74,7 @@ impl Session {
             tiers,
             binds: Vec::new(),
             evictions: Vec::new(),
+            nominations: Vec::new(),
         }
     }
 
@@ -107,10 +110,22 @@ impl Session {
 
     /// Pipelines `t` onto `n` inside a statement.
     pub fn stmt_pipeline(&mut self, st: &mut Statement, t: TaskId, n: NodeId) {
+        self.stmt_pipeline_nominated(st, t, n, false);
+    }
+
+    /// Pipelines `t` onto `n`; with `eviction_occurred` the pod is nominated to `n` on commit,
+    /// so the next session tries that node first.
+    pub fn stmt_pipeline_nominated(
+        &mut self,
+        st: &mut Statement,
+        t: TaskId,
+        n: NodeId,
+        eviction_occurred: bool,
+    ) {
         self.snap.place(t, n, TaskStatus::Pipelined);
         self.snap.tasks[t.idx()].last_tx_allocated = false;
         self.fire_allocate(t);
-        st.push_pipeline(t, n);
+        st.push_pipeline(t, n, eviction_occurred);
     }
 
     /// Evicts `t` inside a statement; `reason` says who takes its place.
@@ -144,7 +159,15 @@ impl Session {
                 super::statement::Op::Evict { task, reason, .. } => {
                     self.evictions.push((task, reason));
                 }
-                super::statement::Op::Pipeline { .. } => {}
+                super::statement::Op::Pipeline {
+                    task,
+                    node,
+                    nominate,
+                } => {
+                    if nominate {
+                        self.nominations.push((task, node));
+                    }
+                }
             }
         }
     }

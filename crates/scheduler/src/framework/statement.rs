@@ -8,8 +8,13 @@ use crate::model::{NodeId, TaskId, TaskStatus};
 pub(crate) enum Op {
     /// Task allocated on a node.
     Allocate { task: TaskId, node: NodeId },
-    /// Task pipelined onto a node.
-    Pipeline { task: TaskId, node: NodeId },
+    /// Task pipelined onto a node; `nominate` when evictions made the room, so the pod is
+    /// nominated to the node once committed.
+    Pipeline {
+        task: TaskId,
+        node: NodeId,
+        nominate: bool,
+    },
     /// Task evicted; `before` is the status to restore; `reason` names who took its place.
     Evict {
         task: TaskId,
@@ -45,8 +50,12 @@ impl Statement {
         self.ops.push(Op::Allocate { task, node });
     }
 
-    pub(crate) fn push_pipeline(&mut self, task: TaskId, node: NodeId) {
-        self.ops.push(Op::Pipeline { task, node });
+    pub(crate) fn push_pipeline(&mut self, task: TaskId, node: NodeId, nominate: bool) {
+        self.ops.push(Op::Pipeline {
+            task,
+            node,
+            nominate,
+        });
     }
 
     pub(crate) fn push_evict(&mut self, task: TaskId, before: TaskStatus, reason: String) {

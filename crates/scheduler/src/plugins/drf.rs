@@ -2,10 +2,14 @@
 //! goes first.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use crate::framework::Plugin;
 use crate::model::{JobId, Snapshot, TaskId};
 use crate::resource::{Resource, share};
+
+/// Shares closer than this count as equal (Volcano's `shareDelta`).
+const SHARE_DELTA: f64 = 0.000_001;
 
 /// The drf plugin.
 pub struct Drf {
@@ -30,14 +34,15 @@ impl Drf {
     }
 
     fn update_share(&mut self, i: usize) {
-        let a = &self.allocated[i];
-        // Volcano's ResourceNames(): the dimensions the cluster actually has.
-        let s = self
-            .total
+        self.shares[i] = self.dominant_share(&self.allocated[i]);
+    }
+
+    /// The largest share of any resource the cluster has (Volcano's `ResourceNames()`).
+    fn dominant_share(&self, a: &Resource) -> f64 {
+        self.total
             .nonzero_dims()
             .map(|d| share(a.get(d), self.total.get(d)))
-            .fold(0.0, f64::max);
-        self.shares[i] = s;
+            .fold(0.0, f64::max)
     }
 
     /// The dominant share of job `j`.
@@ -60,6 +65,32 @@ impl Plugin for Drf {
         } else {
             Ordering::Greater
         })
+    }
+
+    fn preemptable(&self, s: &Snapshot, p: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
+        let Some(pj) = s.task(p).job else {
+            return Some(Vec::new());
+        };
+        let mut mine = self.allocated.get(pj.idx())?.clone();
+        mine.add(&s.task(p).resreq);
+        let ls = self.dominant_share(&mine);
+        // Victims are taken while their job, without them, would still hold at least the
+        // preemptor's share after it is placed.
+        let mut allocations: HashMap<JobId, Resource> = HashMap::new();
+        let mut victims = Vec::new();
+        for &v in candidates {
+            let Some(vj) = s.task(v).job else { continue };
+            let Some(theirs) = self.allocated.get(vj.idx()) else {
+                continue;
+            };
+            let remaining = allocations.entry(vj).or_insert_with(|| theirs.clone());
+            remaining.sub_saturating(&s.task(v).resreq);
+            let rs = self.dominant_share(remaining);
+            if ls < rs || (ls - rs).abs() <= SHARE_DELTA {
+                victims.push(v);
+            }
+        }
+        Some(victims)
     }
 
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {

@@ -10,7 +10,7 @@ use crate::framework::close::{
     NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, satisfied_by_releasing,
 };
 use crate::framework::{Plugin, Vote};
-use crate::model::{JobId, Snapshot, TaskStatus};
+use crate::model::{JobId, Snapshot, TaskId, TaskStatus};
 
 /// The gang plugin.
 pub struct Gang;
@@ -74,9 +74,36 @@ fn clear_condition(conds: &mut [PodGroupCondition], type_: &str) {
     }
 }
 
+/// Victims among `candidates` that leave every running gang at or above its minimum: a job's
+/// tasks are taken, in the order given, only while it keeps more than `minMember` ready.
+fn keep_gangs(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
+    let mut occupied: BTreeMap<JobId, i64> = BTreeMap::new();
+    let mut victims = Vec::new();
+    for &v in candidates {
+        let Some(j) = s.task(v).job else { continue };
+        let job = s.job(j);
+        let left = occupied
+            .entry(j)
+            .or_insert_with(|| i64::from(job.ready_task_num()));
+        if *left > i64::from(job.min_available) {
+            *left -= 1;
+            victims.push(v);
+        }
+    }
+    victims
+}
+
 impl Plugin for Gang {
     fn name(&self) -> &'static str {
         "gang"
+    }
+
+    fn preemptable(&self, s: &Snapshot, _p: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
+        Some(keep_gangs(s, candidates))
+    }
+
+    fn reclaimable(&self, s: &Snapshot, _r: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
+        Some(keep_gangs(s, candidates))
     }
 
     fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {

@@ -22,6 +22,27 @@ impl Plugin for Priority {
         Some(s.job(r).priority.cmp(&s.job(l).priority))
     }
 
+    fn preemptable(&self, s: &Snapshot, p: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
+        let pt = s.task(p);
+        let Some(pj) = pt.job else {
+            return Some(Vec::new());
+        };
+        let victims = candidates
+            .iter()
+            .copied()
+            .filter(|&v| {
+                let vt = s.task(v);
+                match vt.job {
+                    // Within a job the tasks' priorities decide, between jobs the jobs'.
+                    Some(vj) if vj == pj => vt.priority < pt.priority,
+                    Some(vj) => s.job(vj).priority < s.job(pj).priority,
+                    None => false,
+                }
+            })
+            .collect();
+        Some(victims)
+    }
+
     fn job_starving(&self, s: &Snapshot, j: JobId) -> Option<bool> {
         let job = s.job(j);
         Some(((job.ready_task_num() + job.waiting_task_num()) as usize) < job.tasks.len())

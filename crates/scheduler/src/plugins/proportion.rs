@@ -6,6 +6,7 @@
 //! integer comparison answers exactly as Volcano's tolerant float comparison would.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use super::queue_accounting::{QueueSums, queue_sums, queues_with_jobs};
 use crate::framework::{Plugin, Verdict};
@@ -241,6 +242,33 @@ impl Plugin for Proportion {
             queue.name,
             over.join(", ")
         )))
+    }
+
+    fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {
+        Some(self.allocatable(s, q, t)?.is_ok())
+    }
+
+    fn reclaimable(
+        &self,
+        s: &Snapshot,
+        _reclaimer: TaskId,
+        candidates: &[TaskId],
+    ) -> Option<Vec<TaskId>> {
+        // A running copy of each victim queue's allocation: victims are taken while the queue
+        // is still over its deserved share on some dimension.
+        let mut allocations: HashMap<QueueId, Resource> = HashMap::new();
+        let mut victims = Vec::new();
+        for &v in candidates {
+            let Some(j) = s.task(v).job else { continue };
+            let q = s.job(j).queue;
+            let Some(a) = self.attr(q) else { continue };
+            let allocated = allocations.entry(q).or_insert_with(|| a.allocated.clone());
+            if !allocated.fits_in(&a.deserved) {
+                allocated.sub_saturating(&s.task(v).resreq);
+                victims.push(v);
+            }
+        }
+        Some(victims)
     }
 
     fn job_enqueueable(&self, s: &Snapshot, j: JobId) -> Option<Verdict> {

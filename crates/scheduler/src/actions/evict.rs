@@ -1,0 +1,232 @@
+//! Making room for one task on one node by evicting victims, shared by `preempt` and
+//! `reclaim`.
+//!
+//! The victims are tried in Volcano's order (`BuildVictimsPriorityQueue`) until the task fits,
+//! as Volcano does. Then volcano-rs goes further on three points:
+//! - the set is made minimal: a victim whose eviction is not needed for the task to fit is
+//!   spared, trying to spare higher-priority and longer-running pods first;
+//! - "fits" means the task then passes every predicate on the node, not only the resource count;
+//! - a set is refused when a victim's job could take the task's place back in the next session
+//!   under the same configuration (ping-pong).
+
+use std::cmp::Reverse;
+
+use crate::framework::{PriorityQueue, Session, Statement};
+use crate::model::{JobId, NodeId, TaskId, TaskStatus};
+
+/// Which action is evicting: decides the reason text and the ping-pong check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Within a queue, by priority.
+    Preempt,
+    /// Across queues, by share.
+    Reclaim,
+}
+
+/// Whether victim `l` is evicted before victim `r` for `preemptor` (Volcano's
+/// `BuildVictimsPriorityQueue` order).
+fn victim_less(ssn: &Session, l: TaskId, r: TaskId, preemptor: TaskId) -> bool {
+    let s = &ssn.snap;
+    let (lj, rj) = (s.task(l).job, s.task(r).job);
+    if lj == rj {
+        return !ssn.task_order_less(l, r);
+    }
+    let (Some(lj), Some(rj)) = (lj, rj) else {
+        // A task without a job goes first: nothing of it is worth keeping.
+        return lj.is_none();
+    };
+    let job_then_task = |lj: JobId, rj: JobId| match ssn.job_order_opinion(lj, rj) {
+        Some(l_first) => !l_first,
+        None => !ssn.task_order_less(l, r),
+    };
+    let Some(pj) = s.task(preemptor).job else {
+        return job_then_task(lj, rj);
+    };
+    let (lq, rq) = (s.job(lj).queue, s.job(rj).queue);
+    if lq != rq {
+        return ssn.victim_queue_order_less(lq, rq, s.job(pj).queue);
+    }
+    job_then_task(lj, rj)
+}
+
+/// When the pod started (its start time, else its creation), for "least progress lost".
+fn started(ssn: &Session, t: TaskId) -> i64 {
+    let task = ssn.snap.task(t);
+    task.pod
+        .status
+        .as_ref()
+        .and_then(|st| st.start_time.as_ref())
+        .map_or(task.creation, |t| t.0.as_second())
+}
+
+/// Whether evicting exactly `set` lets the task fit by `fits`; the session is left unchanged.
+fn fits_after(ssn: &mut Session, set: &[TaskId], fits: &dyn Fn(&Session) -> bool) -> bool {
+    let mut trial = Statement::new();
+    for &v in set {
+        ssn.stmt_evict(&mut trial, v, String::new());
+    }
+    let ok = fits(ssn);
+    ssn.discard(trial);
+    ok
+}
+
+/// The reason written on each victim.
+fn reason(ssn: &Session, mode: Mode, preemptor: TaskId, node: NodeId) -> String {
+    let s = &ssn.snap;
+    let task = s.task(preemptor);
+    let node = &s.node(node).name;
+    match (mode, task.job) {
+        (Mode::Preempt, Some(j)) => format!(
+            "preempted by {} (job {}, priority {}) to run on node {node}",
+            task.key,
+            s.job(j).key,
+            s.job(j).priority
+        ),
+        (Mode::Reclaim, Some(j)) => format!(
+            "reclaimed by queue {} for {} (job {}) to run on node {node}",
+            s.job_queue(j).name,
+            task.key,
+            s.job(j).key
+        ),
+        (_, None) => format!("evicted for {} to run on node {node}", task.key),
+    }
+}
+
+/// Tries to place `preemptor` on `node` by evicting some of `victims` (already filtered by the
+/// plugins). On success returns a statement holding the evictions and the pipelined
+/// preemptor, already applied to the session; on failure the session is unchanged.
+pub fn make_room(
+    ssn: &mut Session,
+    mode: Mode,
+    preemptor: TaskId,
+    node: NodeId,
+    victims: Vec<TaskId>,
+    fits: &dyn Fn(&Session) -> bool,
+) -> Option<Statement> {
+    let mut order = PriorityQueue::new();
+    for v in victims {
+        order.push(v, &mut |a, b| victim_less(ssn, a, b, preemptor));
+    }
+    let mut node_stmt = Statement::new();
+    let mut evicted = Vec::new();
+    while !fits(ssn) {
+        let Some(v) = order.pop(&mut |a, b| victim_less(ssn, a, b, preemptor)) else {
+            break;
+        };
+        ssn.stmt_evict(&mut node_stmt, v, String::new());
+        evicted.push(v);
+    }
+    if !fits(ssn) {
+        ssn.discard(node_stmt);
+        return None;
+    }
+    ssn.discard(node_stmt);
+
+    let chosen = minimal_subset(ssn, evicted, fits);
+    let why = reason(ssn, mode, preemptor, node);
+    let mut node_stmt = Statement::new();
+    for &v in &chosen {
+        ssn.stmt_evict(&mut node_stmt, v, why.clone());
+    }
+    if !fits(ssn) {
+        // Cannot happen for monotone predicates; refuse rather than evict for nothing.
+        ssn.discard(node_stmt);
+        return None;
+    }
+    ssn.stmt_pipeline_nominated(&mut node_stmt, preemptor, node, !chosen.is_empty());
+    if chosen
+        .iter()
+        .any(|&v| would_take_back(ssn, mode, v, preemptor))
+    {
+        ssn.discard(node_stmt);
+        return None;
+    }
+    Some(node_stmt)
+}
+
+/// Spares every victim whose eviction is not needed, trying the most valuable first (highest
+/// priority, then longest running); what is left is minimal: sparing any one more of it would
+/// leave the task unable to fit.
+fn minimal_subset(
+    ssn: &mut Session,
+    evicted: Vec<TaskId>,
+    fits: &dyn Fn(&Session) -> bool,
+) -> Vec<TaskId> {
+    if evicted.len() <= 1 {
+        // The task did not fit before the first eviction, so one victim is already minimal.
+        return evicted;
+    }
+    let mut spare_order = evicted.clone();
+    spare_order.sort_by_key(|&t| {
+        let task = ssn.snap.task(t);
+        let job_priority = task.job.map_or(i32::MIN, |j| ssn.snap.job(j).priority);
+        (
+            Reverse(job_priority),
+            Reverse(task.priority),
+            started(ssn, t),
+            task.key.clone(),
+        )
+    });
+    let mut keep = evicted;
+    for v in spare_order {
+        let without: Vec<TaskId> = keep.iter().copied().filter(|&t| t != v).collect();
+        if fits_after(ssn, &without, fits) {
+            keep = without;
+        }
+    }
+    keep
+}
+
+/// Whether the victim's job could, in the next session under the same configuration, evict
+/// the preemptor to get its task back: the placement would then be undone and redone forever.
+///
+/// Evaluated on the session as it will look then: the preemptor running on its node, the
+/// victim gone and asking again.
+fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: TaskId) -> bool {
+    let s = &ssn.snap;
+    let (v, p) = (s.task(victim), s.task(preemptor));
+    if v.preemption_never || !p.preemptable || (v.best_effort && !p.best_effort) {
+        return false;
+    }
+    let (Some(vj), Some(pj)) = (v.job, p.job) else {
+        return false;
+    };
+    let (vq, pq) = (s.job(vj).queue, s.job(pj).queue);
+    let before = p.status;
+    ssn.snap.update_on_node(preemptor, TaskStatus::Running);
+    let back = match mode {
+        Mode::Preempt => ssn.preemptable(victim, &[preemptor]).contains(&preemptor),
+        Mode::Reclaim => {
+            ssn.snap.queue(pq).reclaimable
+                && !ssn.overused(vq)
+                && ssn.preemptive(vq, victim)
+                && ssn.reclaimable(victim, &[preemptor]).contains(&preemptor)
+        }
+    };
+    ssn.snap.update_on_node(preemptor, before);
+    back
+}
+
+/// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason
+/// evicting pods could resolve, minus nodes out of sync.
+pub fn candidate_nodes(ssn: &Session, t: TaskId) -> Vec<NodeId> {
+    ssn.snap
+        .node_ids()
+        .filter(|&n| !ssn.snap.node(n).out_of_sync)
+        .filter(|&n| match ssn.predicate(t, n) {
+            Ok(()) => true,
+            Err(e) => !e.unresolvable,
+        })
+        .collect()
+}
+
+/// Whether the resources victims hold, with the node's future idle, could hold `t` at all
+/// (Volcano's `ValidateVictims`).
+pub fn victims_could_suffice(ssn: &Session, t: TaskId, n: NodeId, victims: &[TaskId]) -> bool {
+    let s = &ssn.snap;
+    let mut avail = s.node(n).future_idle.clone();
+    for &v in victims {
+        avail.add(&s.task(v).resreq);
+    }
+    s.task(t).resreq.fits_in(&avail)
+}

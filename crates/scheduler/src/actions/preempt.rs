@@ -1,0 +1,188 @@
+//! `preempt`: within a queue, a starving job takes resources from lower-priority jobs; within a
+//! job, higher-priority tasks from lower-priority ones. Evictions and the preemptor's pipelined
+//! placement go through a statement that is committed only when the preemptor's job is then
+//! pipelined, so no pod is evicted for a job that still cannot start.
+
+use std::collections::HashMap;
+
+use super::evict::{Mode, candidate_nodes, make_room, victims_could_suffice};
+use crate::framework::{PriorityQueue, Session, Statement};
+use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
+
+/// Which running tasks a preemptor may consider.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Tasks of other jobs in the preemptor's queue.
+    OtherJobsInQueue,
+    /// Other tasks of the preemptor's own job.
+    OwnJob,
+}
+
+/// Runs preempt.
+pub fn execute(ssn: &mut Session) {
+    let mut preemptors: HashMap<QueueId, PriorityQueue<JobId>> = HashMap::new();
+    let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
+    let mut under_request: HashMap<QueueId, Vec<JobId>> = HashMap::new();
+    let mut queues = PriorityQueue::new();
+    for j in ssn.jobs() {
+        if ssn.snap.job(j).is_pending() || ssn.job_valid(j).is_err() || !ssn.job_starving(j) {
+            continue;
+        }
+        let q = ssn.snap.job(j).queue;
+        if !preemptors.contains_key(&q) {
+            queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
+        }
+        preemptors
+            .entry(q)
+            .or_default()
+            .push(j, &mut |a, b| ssn.job_order_less(a, b));
+        under_request.entry(q).or_default().push(j);
+        tasks.insert(j, pending_tasks(ssn, j));
+    }
+
+    while let Some(q) = queues.pop(&mut |a, b| ssn.queue_order_less(a, b)) {
+        // Between jobs of the queue.
+        while let Some(j) = preemptors
+            .get_mut(&q)
+            .and_then(|pq| pq.pop(&mut |a, b| ssn.job_order_less(a, b)))
+        {
+            let mut stmt = Statement::new();
+            while ssn.job_starving(j) {
+                let Some(p) = tasks
+                    .get_mut(&j)
+                    .and_then(|pq| pq.pop(&mut |a, b| ssn.task_order_less(a, b)))
+                else {
+                    break;
+                };
+                preempt(ssn, &mut stmt, p, Scope::OtherJobsInQueue);
+            }
+            if ssn.job_pipelined(j) {
+                ssn.commit(stmt);
+            } else {
+                ssn.discard(stmt);
+            }
+        }
+        // Within each starving job of the queue.
+        for j in under_request.get(&q).cloned().unwrap_or_default() {
+            let mut own = pending_tasks(ssn, j);
+            while let Some(p) = own.pop(&mut |a, b| ssn.task_order_less(a, b)) {
+                let mut stmt = Statement::new();
+                if !preempt(ssn, &mut stmt, p, Scope::OwnJob) {
+                    ssn.discard(stmt);
+                    break;
+                }
+                ssn.commit(stmt);
+            }
+        }
+    }
+}
+
+/// The job's pending tasks in task order.
+fn pending_tasks(ssn: &Session, j: JobId) -> PriorityQueue<TaskId> {
+    let mut pq = PriorityQueue::new();
+    for &t in &ssn.snap.job(j).tasks {
+        if ssn.snap.task(t).status == TaskStatus::Pending {
+            pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
+        }
+    }
+    pq
+}
+
+/// Whether `p` may preempt at all: not with `preemptionPolicy: Never`, and not when its
+/// nominated node already takes it (or is gone).
+fn eligible(ssn: &Session, p: TaskId) -> bool {
+    let task = ssn.snap.task(p);
+    if task.preemption_never {
+        return false;
+    }
+    let Some(name) = &task.nominated_node else {
+        return true;
+    };
+    let Some(&n) = ssn.snap.node_index.get(name) else {
+        return false;
+    };
+    match ssn.predicate(p, n) {
+        Ok(()) => false,
+        Err(e) if e.unresolvable => true,
+        Err(_) => {
+            // A lower-priority pod already terminating there will make the room.
+            !ssn.snap.node(n).tasks.iter().any(|&o| {
+                let other = ssn.snap.task(o);
+                other.status == TaskStatus::Releasing && other.priority < task.priority
+            })
+        }
+    }
+}
+
+/// Whether running task `v` is a candidate victim for `p` in `scope`.
+fn candidate(ssn: &Session, p: TaskId, v: TaskId, scope: Scope) -> bool {
+    let s = &ssn.snap;
+    let (pt, vt) = (s.task(p), s.task(v));
+    if !vt.status.is_preemptable() || !vt.preemptable || (pt.best_effort && !vt.best_effort) {
+        return false;
+    }
+    let (Some(pj), Some(vj)) = (pt.job, vt.job) else {
+        return false;
+    };
+    match scope {
+        Scope::OtherJobsInQueue => pj != vj && s.job(pj).queue == s.job(vj).queue,
+        Scope::OwnJob => pj == vj,
+    }
+}
+
+/// Tries every candidate node, best score first, for a place for `p` made by evictions;
+/// merges the first success into `stmt`.
+fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> bool {
+    if !eligible(ssn, p) || ssn.pre_predicate(p).is_err() {
+        return false;
+    }
+    let Some(j) = ssn.snap.task(p).job else {
+        return false;
+    };
+    let q = ssn.snap.job(j).queue;
+    for n in nodes_by_score(ssn, p) {
+        let candidates: Vec<TaskId> = ssn
+            .snap
+            .node(n)
+            .tasks
+            .iter()
+            .copied()
+            .filter(|&v| candidate(ssn, p, v, scope))
+            .collect();
+        let victims = ssn.preemptable(p, &candidates);
+        if !victims_could_suffice(ssn, p, n, &victims) {
+            continue;
+        }
+        let fits = move |ssn: &Session| {
+            ssn.allocatable(q, p).is_ok()
+                && ssn
+                    .snap
+                    .task(p)
+                    .resreq
+                    .fits_in(&ssn.snap.node(n).future_idle)
+                && ssn.predicate(p, n).is_ok()
+        };
+        if let Some(node_stmt) = make_room(ssn, Mode::Preempt, p, n, victims, &fits) {
+            stmt.merge(node_stmt);
+            return true;
+        }
+    }
+    false
+}
+
+/// Candidate nodes by descending score; equal scores by node name.
+fn nodes_by_score(ssn: &Session, p: TaskId) -> Vec<NodeId> {
+    let mut nodes = candidate_nodes(ssn, p);
+    let mut scores = Vec::new();
+    if ssn.has_node_order() {
+        ssn.score_nodes(p, &nodes, &mut scores);
+    } else {
+        scores.resize(nodes.len(), 0.0);
+    }
+    let mut scored: Vec<(f64, NodeId)> = scores.into_iter().zip(nodes.drain(..)).collect();
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| ssn.snap.node(a.1).name.cmp(&ssn.snap.node(b.1).name))
+    });
+    scored.into_iter().map(|(_, n)| n).collect()
+}
