@@ -25,8 +25,10 @@ mod documents;
 mod load;
 mod site;
 mod validate;
+mod warnings;
 
 pub use load::{load_paths, load_str};
+pub use warnings::queue_warnings;
 
 /// Where an object came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

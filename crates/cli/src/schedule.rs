@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use volcano_api::scenario::{LoadError, ObjectKey, load_paths};
+use volcano_api::scenario::{LoadError, ObjectKey, load_paths, queue_warnings};
 use volcano_api::{Scenario, keys};
 use volcano_controllers::admission;
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
@@ -25,6 +25,9 @@ pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
     let mut scenario =
         load_paths(&args.files).map_err(|e: LoadError| Failure::Input(e.to_string()))?;
     admit_jobs(&mut scenario)?;
+    for warning in queue_warnings(&scenario.objects) {
+        tracing::warn!("{warning}");
+    }
     let conf = configuration(args.conf.as_deref(), &scenario)?;
     let (limit, until_quiet) = match args.sessions {
         Some(n) => (n, false),

@@ -209,3 +209,73 @@ fn invalid_jobs_are_rejected_with_the_webhooks_reason() {
         expect_error(name, &[QUEUE.into(), job(spec)], &all);
     }
 }
+
+fn queue(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {name}}}\nspec: {{{spec}}}\n"
+    )
+}
+
+#[test]
+fn queue_hierarchy_with_a_cycle_or_a_missing_parent() {
+    expect_error(
+        "queue-cycle",
+        &[
+            NODE.into(),
+            queue("a", "weight: 1, parent: b"),
+            queue("b", "weight: 1, parent: c"),
+            queue("c", "weight: 1, parent: a"),
+        ],
+        &["Queue a", "spec.parent", "a -> b -> c -> a"],
+    );
+    expect_error(
+        "queue-self-parent",
+        &[NODE.into(), queue("a", "weight: 1, parent: a")],
+        &["Queue a", "spec.parent", "a -> a"],
+    );
+    expect_error(
+        "queue-missing-parent",
+        &[NODE.into(), queue("a", "weight: 1, parent: nowhere")],
+        &["Queue a", "spec.parent", "nowhere"],
+    );
+}
+
+/// Volcano's scheduler accepts guarantees its webhook would refuse (a child promised more than
+/// its parent, promises above what the cluster has); so do we, with a warning and without a
+/// negative share.
+#[test]
+fn queue_guarantees_beyond_parent_or_cluster_run_with_a_warning() {
+    let docs = [
+        NODE.into(),
+        queue("parent", "weight: 1, guarantee: {resource: {cpu: \"2\"}}"),
+        queue(
+            "child",
+            "weight: 1, parent: parent, guarantee: {resource: {cpu: \"3\"}}",
+        ),
+        queue("big", "weight: 1, guarantee: {resource: {cpu: \"100\"}}"),
+        pg("child"),
+        pod("pg1", "1"),
+    ];
+    let dir = std::env::temp_dir().join(format!("volcano-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("guarantees.yaml");
+    std::fs::write(&path, docs.join("---\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .args(["schedule", "-f"])
+        .arg(&path)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("queue child: guarantee cpu 3 exceeds its parent parent's guarantee cpu 2"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("guarantees add up to cpu 102 but the cluster has cpu 4"),
+        "{stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["bindings"]["team/p1"], "n1", "{json}");
+}

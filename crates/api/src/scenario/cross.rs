@@ -1,7 +1,7 @@
 //! Checks across objects, made once every file is read: every queue, PodGroup and priority
 //! class an object names exists in the scenario.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -135,6 +135,49 @@ fn queues(scenario: &Scenario, refs: &References) -> Result<(), LoadError> {
             parent,
         ) {
             return Err(err);
+        }
+    }
+    parent_cycles(scenario)
+}
+
+/// Every queue's ancestors must end at `root`: a chain of parents that comes back to itself
+/// would leave the queues in it without a share, so it is refused with the whole loop named.
+fn parent_cycles(scenario: &Scenario) -> Result<(), LoadError> {
+    let parents: BTreeMap<&str, &str> = scenario
+        .objects
+        .queues
+        .iter()
+        .map(|q| {
+            let name = name(&q.metadata);
+            let parent = if name == keys::ROOT_QUEUE {
+                ""
+            } else {
+                non_empty_or(&q.spec.parent, keys::ROOT_QUEUE)
+            };
+            (name, parent)
+        })
+        .collect();
+    for queue in &scenario.objects.queues {
+        let start = name(&queue.metadata);
+        let mut chain = vec![start];
+        let mut at = start;
+        while let Some(&parent) = parents.get(at) {
+            if parent.is_empty() || parent == keys::ROOT_QUEUE {
+                break;
+            }
+            if let Some(pos) = chain.iter().position(|q| *q == parent) {
+                let mut cycle: Vec<&str> = chain[pos..].to_vec();
+                cycle.push(parent);
+                return Err(site(scenario, "Queue", &queue.metadata).field_error(
+                    "spec.parent",
+                    format!(
+                        "queues form a cycle ({}); every queue's parents must lead to root",
+                        cycle.join(" -> ")
+                    ),
+                ));
+            }
+            chain.push(parent);
+            at = parent;
         }
     }
     Ok(())
