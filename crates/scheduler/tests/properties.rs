@@ -51,10 +51,25 @@ tiers:
   - name: binpack
 "#;
 
+/// The third: preemption and reclaim between the queues and jobs of the random clusters.
+const EVICTING_CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"#;
+
 #[derive(Debug, Clone, Copy)]
 enum Conf {
     Default,
     Alt,
+    Evicting,
 }
 
 impl Conf {
@@ -62,12 +77,13 @@ impl Conf {
         match self {
             Conf::Default => default_conf(),
             Conf::Alt => conf(ALT_CONF),
+            Conf::Evicting => conf(EVICTING_CONF),
         }
     }
 }
 
 fn arb_conf() -> impl Strategy<Value = Conf> {
-    prop_oneof![Just(Conf::Default), Just(Conf::Alt)]
+    prop_oneof![Just(Conf::Default), Just(Conf::Alt), Just(Conf::Evicting)]
 }
 
 // ---------------------------------------------------------------------------------------------

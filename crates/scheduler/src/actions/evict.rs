@@ -10,6 +10,7 @@
 //!   under the same configuration (ping-pong).
 
 use std::cmp::Reverse;
+use std::collections::HashMap;
 
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, TaskId, TaskStatus};
@@ -205,6 +206,46 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
     };
     ssn.snap.update_on_node(preemptor, before);
     back
+}
+
+/// Rules that hold whatever the tiers say. Volcano lets a later tier decide when an earlier one
+/// returns no victims, so with the default tiers an empty answer from `priority` skips `gang`
+/// and hands the choice to `drf`, which may then take a task of equal priority or break a
+/// running gang. volcano-rs keeps the tiers' answer but never lets it do that:
+/// - `preempt` never evicts a pod of equal or higher priority than its preemptor (job priority
+///   between jobs, task priority within one);
+/// - no running gang is taken below its `minMember`.
+pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>) -> Vec<TaskId> {
+    let s = &ssn.snap;
+    let p = s.task(preemptor);
+    let mut left: HashMap<JobId, i64> = HashMap::new();
+    victims
+        .into_iter()
+        .filter(|&v| {
+            let vt = s.task(v);
+            let Some(vj) = vt.job else { return true };
+            if mode == Mode::Preempt {
+                let lower = match p.job {
+                    Some(pj) if pj == vj => vt.priority < p.priority,
+                    Some(pj) => s.job(vj).priority < s.job(pj).priority,
+                    None => false,
+                };
+                if !lower {
+                    return false;
+                }
+            }
+            let job = s.job(vj);
+            let occupied = left
+                .entry(vj)
+                .or_insert_with(|| i64::from(job.ready_task_num()));
+            if *occupied > i64::from(job.min_available) {
+                *occupied -= 1;
+                true
+            } else {
+                false
+            }
+        })
+        .collect()
 }
 
 /// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason

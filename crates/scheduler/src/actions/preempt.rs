@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::evict::{Mode, candidate_nodes, make_room, victims_could_suffice};
+use super::evict::{Mode, candidate_nodes, guard, make_room, victims_could_suffice};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
 
@@ -150,6 +150,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
             .filter(|&v| candidate(ssn, p, v, scope))
             .collect();
         let victims = ssn.preemptable(p, &candidates);
+        let victims = guard(ssn, Mode::Preempt, p, victims);
         if !victims_could_suffice(ssn, p, n, &victims) {
             continue;
         }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::evict::{Mode, candidate_nodes, make_room, victims_could_suffice};
+use super::evict::{Mode, candidate_nodes, guard, make_room, victims_could_suffice};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
 
@@ -103,6 +103,7 @@ fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: Queue
             continue;
         }
         let victims = ssn.reclaimable(t, &reclaimees);
+        let victims = guard(ssn, Mode::Reclaim, t, victims);
         if !victims_could_suffice(ssn, t, n, &victims) {
             continue;
         }
