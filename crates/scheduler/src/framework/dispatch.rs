@@ -226,12 +226,30 @@ impl Session {
         )
     }
 
-    /// Victims `reclaimer` may take among `candidates`, combined as Volcano's `Reclaimable`.
+    /// Victims `reclaimer` may take among `candidates`, combined as Volcano's `Reclaimable`,
+    /// then bounded by every enabled plugin that keeps queue shares.
+    ///
+    /// With Volcano's default tiers `gang` and `conformance` decide reclaim victims in the
+    /// first tier and `proportion`'s answer is never asked for, so a queue under its deserved
+    /// share can lose pods to reclaim and take them back in the next session. volcano-rs asks
+    /// the share-keeping plugins about the tiers' victims whatever tier decided.
     pub fn reclaimable(&self, reclaimer: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
-        self.victims(
+        let mut victims = self.victims(
             |f| f.reclaimable,
             |p| p.reclaimable(&self.snap, reclaimer, candidates),
-        )
+        );
+        for slot in self.enabled(|f| f.reclaimable) {
+            if victims.is_empty() {
+                break;
+            }
+            if !slot.plugin.keeps_queue_shares() {
+                continue;
+            }
+            if let Some(allowed) = slot.plugin.reclaimable(&self.snap, reclaimer, &victims) {
+                victims.retain(|v| allowed.contains(v));
+            }
+        }
+        victims
     }
 
     /// Within a tier, abstaining plugins are skipped; the first answer starts the victim set,

@@ -126,6 +126,11 @@ pub trait Plugin: Send {
     ) -> Option<Vec<TaskId>> {
         None
     }
+    /// Whether the plugin keeps queues' deserved shares (`proportion`, `capacity`): its
+    /// `reclaimable` answer then bounds every reclaim, whichever tier decides.
+    fn keeps_queue_shares(&self) -> bool {
+        false
+    }
     /// Whether queue `q` may reclaim resources for task `t`.
     fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {
         None

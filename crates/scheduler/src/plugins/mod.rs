@@ -16,6 +16,12 @@ use crate::framework::Plugin;
 use crate::model::Snapshot;
 
 pub use nodeorder::non_zero;
+
+/// Every queue's deserved resources under `proportion` for the snapshot (by queue index;
+/// `None` for queues without jobs): the share reclaim works towards.
+pub fn proportion_deserved(s: &Snapshot) -> Vec<Option<crate::resource::Resource>> {
+    proportion::Proportion::new(s).deserved()
+}
 pub use predicates::{node_affinity_matches, tolerates_all};
 
 /// Builds the plugin `opt` names over the session's snapshot; `None` for a name this build does

@@ -164,6 +164,15 @@ impl Proportion {
         Proportion { attrs }
     }
 
+    /// Every queue's deserved resources as computed at session open; `None` for queues
+    /// without jobs, which take no part in the sharing.
+    pub fn deserved(&self) -> Vec<Option<Resource>> {
+        self.attrs
+            .iter()
+            .map(|a| a.as_ref().map(|a| a.deserved.clone()))
+            .collect()
+    }
+
     fn share_of(a: &Attr) -> f64 {
         a.deserved
             .nonzero_dims()
@@ -242,6 +251,10 @@ impl Plugin for Proportion {
             queue.name,
             over.join(", ")
         )))
+    }
+
+    fn keeps_queue_shares(&self) -> bool {
+        true
     }
 
     fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {

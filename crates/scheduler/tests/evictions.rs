@@ -1,0 +1,495 @@
+//! Properties of `preempt` and `reclaim` over random clusters, checked from outside the
+//! scheduler with resources counted from the Pod and Node objects:
+//!
+//! - minimal eviction: the victims on the preemptor's node are enough for it to fit, and
+//!   sparing any one of them would leave it unable to fit;
+//! - nothing is evicted for a preemptor that fits without evictions;
+//! - `preempt` never evicts a pod of equal or higher priority than its preemptor;
+//! - `reclaim` only takes pods of a queue that holds more than its deserved share (Volcano's
+//!   rule: the last pod taken may leave the queue under its share when no smaller pod would
+//!   do, as Volcano's own `reclaim_test.go` expects), and never from the reclaiming queue.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use support::*;
+use volcano_api::Objects;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::resources::canonical_amount;
+use volcano_api::scheduling::PodGroupStatus;
+use volcano_scheduler::cache::{CacheOptions, build_snapshot};
+use volcano_scheduler::framework::Decisions;
+use volcano_scheduler::plugins::proportion_deserved;
+
+const TIERS: &str = r#"tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"#;
+
+/// Priority classes victims and preemptors use; the preemptor is `high`.
+const CLASSES: [(&str, i32); 4] = [("low", 10), ("mid", 100), ("high", 1000), ("top", 5000)];
+const PREEMPTOR_PRIORITY: i32 = 1000;
+
+/// cpu (milli), memory (bytes), pods.
+type Res = [i64; 3];
+
+fn request(p: &Pod) -> Res {
+    let mut r = [0, 0, 1];
+    for c in p.spec.iter().flat_map(|s| &s.containers) {
+        for (name, q) in c.resources.iter().flat_map(|x| x.requests.iter().flatten()) {
+            let v = canonical_amount(name, &q.0).unwrap_or(0);
+            match name.as_str() {
+                "cpu" => r[0] += v,
+                "memory" => r[1] += v,
+                _ => {}
+            }
+        }
+    }
+    r
+}
+
+fn key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or_default(),
+        p.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn fits(used: &Res, alloc: &Res) -> bool {
+    used.iter().zip(alloc).all(|(u, a)| u <= a)
+}
+
+fn set_phase(objs: &mut Objects, pg: &str, phase: &str) {
+    if let Some(g) = objs
+        .pod_groups
+        .iter_mut()
+        .find(|g| g.metadata.name.as_deref() == Some(pg))
+    {
+        g.status = Some(PodGroupStatus {
+            phase: phase.to_string(),
+            ..Default::default()
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preempt: one preemptor, random victims
+
+#[derive(Debug, Clone)]
+struct VictimJob {
+    class: usize,
+    min: i32,
+    pods: Vec<(i64, i64)>,
+}
+
+#[derive(Debug, Clone)]
+struct PreemptCase {
+    nodes: Vec<(i64, i64)>,
+    victims: Vec<VictimJob>,
+    preemptor: (i64, i64),
+}
+
+fn arb_preempt_case() -> impl Strategy<Value = PreemptCase> {
+    let node = (4i64..=16, 4i64..=16).prop_map(|(c, m)| (c * 500, m * GI / 2));
+    let pod = (1i64..=12, 1i64..=16).prop_map(|(c, m)| (c * 250, m * 256 * MI));
+    let job = (
+        0usize..CLASSES.len(),
+        prop::collection::vec(pod, 1..=3),
+        0i32..=3,
+    )
+        .prop_map(|(class, pods, min)| VictimJob {
+            class,
+            min: min.min(pods.len() as i32),
+            pods,
+        });
+    (
+        prop::collection::vec(node, 1..=4),
+        prop::collection::vec(job, 1..=6),
+        (2i64..=24, 1i64..=32).prop_map(|(c, m)| (c * 250, m * 256 * MI)),
+    )
+        .prop_map(|(nodes, victims, preemptor)| PreemptCase {
+            nodes,
+            victims,
+            preemptor,
+        })
+}
+
+impl PreemptCase {
+    /// The cluster, with victims packed onto the nodes first-fit (pods that fit nowhere are
+    /// left out, so no node starts overcommitted).
+    fn objects(&self) -> Objects {
+        let mut c = cluster().with(queue("q1").weight(1));
+        for (name, value) in CLASSES {
+            c = c.with(priority_class(name, value));
+        }
+        let mut free: Vec<Res> = Vec::new();
+        for (i, (cpu, mem)) in self.nodes.iter().enumerate() {
+            c = c.with(
+                node(&format!("n{i}"))
+                    .cpu_milli(*cpu)
+                    .mem(*mem)
+                    .max_pods(110),
+            );
+            free.push([*cpu, *mem, 110]);
+        }
+        let mut objs = c.objects();
+        for (j, v) in self.victims.iter().enumerate() {
+            let name = format!("v{j}");
+            let mut g = gang("t", &name)
+                .queue("q1")
+                .min(v.min)
+                .priority_class(CLASSES[v.class].0);
+            for (cpu, mem) in &v.pods {
+                g = g.pods_like(1, template().cpu_milli(*cpu).mem(*mem));
+            }
+            let (pg, pods) = g.build();
+            objs.pod_groups.push(pg);
+            for mut p in pods {
+                let req = request(&p);
+                let Some(n) = free
+                    .iter()
+                    .position(|f| f.iter().zip(&req).all(|(f, r)| r <= f))
+                else {
+                    continue;
+                };
+                for (f, r) in free[n].iter_mut().zip(&req) {
+                    *f -= r;
+                }
+                if let Some(spec) = p.spec.as_mut() {
+                    spec.node_name = Some(format!("n{n}"));
+                }
+                if let Some(st) = p.status.as_mut() {
+                    st.phase = Some("Running".into());
+                }
+                objs.pods.push(p);
+            }
+            set_phase(&mut objs, &name, "Running");
+        }
+        let g = gang("t", "preemptor")
+            .queue("q1")
+            .min(1)
+            .priority_class("high")
+            .pods_like(
+                1,
+                template().cpu_milli(self.preemptor.0).mem(self.preemptor.1),
+            );
+        objs.add(g);
+        set_phase(&mut objs, "preemptor", "Inqueue");
+        objs
+    }
+}
+
+/// Adds a builder's objects to already-built ones.
+trait AddBuilt {
+    fn add(&mut self, g: GangBuilder);
+}
+
+impl AddBuilt for Objects {
+    fn add(&mut self, g: GangBuilder) {
+        let (pg, pods) = g.build();
+        self.pod_groups.push(pg);
+        self.pods.extend(pods);
+    }
+}
+
+fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
+    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let preemptor = "t/preemptor-0";
+    if d.binds.iter().any(|(p, _)| p == preemptor) {
+        prop_assert!(
+            d.evictions.is_empty(),
+            "evicted {:?} for a preemptor that fitted without",
+            d.evictions
+        );
+        return Ok(());
+    }
+    if d.evictions.is_empty() {
+        return Ok(());
+    }
+    let Some((_, node)) = d.pipelined.iter().find(|(p, _)| p == preemptor) else {
+        return Err(TestCaseError::fail(format!(
+            "evicted {:?} but the preemptor is not pipelined",
+            d.evictions
+        )));
+    };
+    let class_of = |p: &Pod| -> i32 {
+        let group = p
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("scheduling.k8s.io/group-name"))
+            .cloned()
+            .unwrap_or_default();
+        let idx: usize = group.trim_start_matches('v').parse().unwrap_or(0);
+        let pg = objs
+            .pod_groups
+            .iter()
+            .find(|g| g.metadata.name.as_deref() == Some(group.as_str()));
+        let class = pg
+            .map(|g| g.spec.priority_class_name.as_str())
+            .unwrap_or("");
+        let _ = idx;
+        CLASSES
+            .iter()
+            .find(|(n, _)| *n == class)
+            .map_or(0, |(_, v)| *v)
+    };
+    let mut used: Res = [0, 0, 0];
+    for p in objs
+        .pods
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.as_str()))
+    {
+        if !d.evictions.contains(&key(p)) {
+            let r = request(p);
+            for i in 0..3 {
+                used[i] += r[i];
+            }
+        }
+    }
+    let pr = request(pods[preemptor]);
+    for i in 0..3 {
+        used[i] += pr[i];
+    }
+    let n = objs
+        .nodes
+        .iter()
+        .position(|n| n.metadata.name.as_deref() == Some(node.as_str()))
+        .unwrap_or(0);
+    let cap = [n_cpu(objs, n), n_mem(objs, n), 110];
+    prop_assert!(
+        fits(&used, &cap),
+        "preemptor does not fit {node} after the evictions: {used:?} > {cap:?}"
+    );
+    for v in &d.evictions {
+        let vp = pods[v.as_str()];
+        prop_assert_eq!(
+            vp.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+            Some(node.as_str()),
+            "victim {} is not on the preemptor's node",
+            v
+        );
+        prop_assert!(
+            class_of(vp) < PREEMPTOR_PRIORITY,
+            "victim {} has priority {} >= the preemptor's {}",
+            v,
+            class_of(vp),
+            PREEMPTOR_PRIORITY
+        );
+        let r = request(vp);
+        let spared = [used[0] + r[0], used[1] + r[1], used[2] + r[2]];
+        prop_assert!(
+            !fits(&spared, &cap),
+            "victim {} was not needed: the preemptor fits {} with it spared",
+            v,
+            node
+        );
+    }
+    Ok(())
+}
+
+fn n_cpu(objs: &Objects, n: usize) -> i64 {
+    allocatable(objs, n, "cpu")
+}
+
+fn n_mem(objs: &Objects, n: usize) -> i64 {
+    allocatable(objs, n, "memory")
+}
+
+fn allocatable(objs: &Objects, n: usize, name: &str) -> i64 {
+    objs.nodes[n]
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get(name))
+        .and_then(|q| canonical_amount(name, &q.0).ok())
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reclaim: queues with random weights, some holding more than their share
+
+#[derive(Debug, Clone)]
+struct ReclaimCase {
+    nodes: usize,
+    weights: Vec<i32>,
+    running: Vec<(usize, usize, i64)>,
+    waiting: Vec<(usize, usize, i64)>,
+}
+
+fn arb_reclaim_case() -> impl Strategy<Value = ReclaimCase> {
+    (
+        1usize..=3,
+        prop::collection::vec(1i32..=4, 2..=3),
+        prop::collection::vec((0usize..3, 1usize..=4, 1i64..=4), 1..=6),
+        prop::collection::vec((0usize..3, 1usize..=3, 1i64..=4), 1..=3),
+    )
+        .prop_map(|(nodes, weights, running, waiting)| ReclaimCase {
+            nodes,
+            weights,
+            running,
+            waiting,
+        })
+}
+
+impl ReclaimCase {
+    fn objects(&self) -> Objects {
+        let mut c = cluster();
+        for i in 0..self.nodes {
+            c = c.with(node(&format!("n{i}")).cpu(4).mem_gi(16).max_pods(110));
+        }
+        for (i, w) in self.weights.iter().enumerate() {
+            c = c.with(queue(&format!("q{i}")).weight(*w));
+        }
+        let mut objs = c.objects();
+        let mut free = vec![4000i64; self.nodes];
+        let qn = self.weights.len();
+        for (j, (q, n, cpu)) in self.running.iter().enumerate() {
+            let name = format!("r{j}");
+            let g = gang("t", &name)
+                .queue(&format!("q{}", q % qn))
+                .min(1)
+                .pods(*n, cpu * 500, GI);
+            let (pg, pods) = g.build();
+            objs.pod_groups.push(pg);
+            for mut p in pods {
+                let Some(node) = free.iter().position(|f| *f >= cpu * 500) else {
+                    continue;
+                };
+                free[node] -= cpu * 500;
+                if let Some(spec) = p.spec.as_mut() {
+                    spec.node_name = Some(format!("n{node}"));
+                }
+                if let Some(st) = p.status.as_mut() {
+                    st.phase = Some("Running".into());
+                }
+                objs.pods.push(p);
+            }
+            set_phase(&mut objs, &name, "Running");
+        }
+        for (j, (q, n, cpu)) in self.waiting.iter().enumerate() {
+            let name = format!("w{j}");
+            objs.add(gang("t", &name).queue(&format!("q{}", q % qn)).min(1).pods(
+                *n,
+                cpu * 500,
+                GI,
+            ));
+            set_phase(&mut objs, &name, "Inqueue");
+        }
+        objs
+    }
+}
+
+fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
+    if d.evictions.is_empty() {
+        return Ok(());
+    }
+    let snap = build_snapshot(objs, &CacheOptions::default())
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let deserved = proportion_deserved(&snap);
+    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let queue_of = |p: &Pod| -> String {
+        let group = p
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("scheduling.k8s.io/group-name"))
+            .cloned()
+            .unwrap_or_default();
+        objs.pod_groups
+            .iter()
+            .find(|g| g.metadata.name.as_deref() == Some(group.as_str()))
+            .map(|g| g.spec.queue.clone())
+            .unwrap_or_default()
+    };
+    // What each queue held once allocate and reclaim had placed their pods, before evictions.
+    let placed: Vec<&str> = d
+        .binds
+        .iter()
+        .chain(d.pipelined.iter())
+        .map(|(p, _)| p.as_str())
+        .collect();
+    let mut held: BTreeMap<String, Res> = BTreeMap::new();
+    for p in &objs.pods {
+        let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+        if bound || placed.contains(&key(p).as_str()) {
+            let r = request(p);
+            let e = held.entry(queue_of(p)).or_insert([0, 0, 0]);
+            for i in 0..3 {
+                e[i] += r[i];
+            }
+        }
+    }
+    for v in &d.evictions {
+        let q = queue_of(pods[v.as_str()]);
+        let reason = d.eviction_reasons.get(v).cloned().unwrap_or_default();
+        prop_assert!(
+            !reason.starts_with(&format!("reclaimed by queue {q} ")),
+            "{v} was reclaimed by its own queue: {reason}"
+        );
+        let qid = snap.queue_index[&q];
+        let Some(des) = deserved[qid.idx()].as_ref() else {
+            return Err(TestCaseError::fail(format!(
+                "queue {q} has no deserved share"
+            )));
+        };
+        let h = held.get(&q).copied().unwrap_or([0, 0, 0]);
+        let over = h[0] > des.get(0) || h[1] > des.get(1) || h[2] * 1000 > des.get(2);
+        prop_assert!(
+            over,
+            "{v} was reclaimed from queue {q}, which held cpu {}m memory {} within its deserved cpu {}m memory {}",
+            h[0],
+            h[1],
+            des.get(0),
+            des.get(1)
+        );
+    }
+    Ok(())
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn preempt_evicts_a_minimal_set_of_lower_priority_pods(c in arb_preempt_case()) {
+        let conf = conf(&format!("actions: \"allocate, preempt\"\n{TIERS}"));
+        let objs = c.objects();
+        let d = run_session_n(&objs, &conf, 1);
+        check_preempt(&objs, &d)?;
+    }
+
+    #[test]
+    fn reclaim_takes_only_from_queues_over_their_share(c in arb_reclaim_case()) {
+        let conf = conf(&format!("actions: \"enqueue, allocate, reclaim\"\n{TIERS}"));
+        let mut objs = c.objects();
+        for i in 1..=3 {
+            let d = run_session_n(&objs, &conf, i);
+            check_reclaim(&objs, &d)
+                .map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
+            apply(&mut objs, &d);
+        }
+    }
+}
