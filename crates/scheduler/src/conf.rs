@@ -41,6 +41,7 @@ pub const SUPPORTED_PLUGINS: &[&str] = &[
     "nodeorder",
     "binpack",
     "overcommit",
+    "capacity",
 ];
 /// Plugins Volcano knows that volcano-rs skips for now.
 pub const PENDING_PLUGINS: &[&str] = &[
@@ -56,7 +57,6 @@ pub const PENDING_PLUGINS: &[&str] = &[
     "pdb",
     "nodegroup",
     "network-topology-aware",
-    "capacity",
     "extender",
     "resourcequota",
 ];

@@ -50,6 +50,21 @@ fn victim_less(ssn: &Session, l: TaskId, r: TaskId, preemptor: TaskId) -> bool {
     job_then_task(lj, rj)
 }
 
+/// `candidates` in the order they would be evicted. Plugins that count victims against a
+/// running total (gang, drf, the queue-share plugins) then spend it on the cheapest victims
+/// first; Volcano hands them a node's tasks in map order, which varies from run to run.
+pub fn in_victim_order(ssn: &Session, preemptor: TaskId, candidates: Vec<TaskId>) -> Vec<TaskId> {
+    let mut order = PriorityQueue::new();
+    for v in candidates {
+        order.push(v, &mut |a, b| victim_less(ssn, a, b, preemptor));
+    }
+    let mut sorted = Vec::with_capacity(order.len());
+    while let Some(v) = order.pop(&mut |a, b| victim_less(ssn, a, b, preemptor)) {
+        sorted.push(v);
+    }
+    sorted
+}
+
 /// When the pod started (its start time, else its creation), for "least progress lost".
 fn started(ssn: &Session, t: TaskId) -> i64 {
     let task = ssn.snap.task(t);
@@ -214,10 +229,16 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
 /// running gang. volcano-rs keeps the tiers' answer but never lets it do that:
 /// - `preempt` never evicts a pod of equal or higher priority than its preemptor (job priority
 ///   between jobs, task priority within one);
-/// - no running gang is taken below its `minMember`.
+/// - when `gang` is enabled for this kind of eviction, no running gang is taken below its
+///   `minMember`. (A configuration that leaves `gang` out of victim selection, as some of
+///   Volcano's own tests do, may evict a whole single-pod gang.)
 pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>) -> Vec<TaskId> {
     let s = &ssn.snap;
     let p = s.task(preemptor);
+    let keep_gangs = match mode {
+        Mode::Preempt => ssn.plugin_enabled("gang", |f| f.preemptable),
+        Mode::Reclaim => ssn.plugin_enabled("gang", |f| f.reclaimable),
+    };
     let mut left: HashMap<JobId, i64> = HashMap::new();
     victims
         .into_iter()
@@ -233,6 +254,9 @@ pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>)
                 if !lower {
                     return false;
                 }
+            }
+            if !keep_gangs {
+                return true;
             }
             let job = s.job(vj);
             let occupied = left

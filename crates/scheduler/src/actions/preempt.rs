@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::evict::{Mode, candidate_nodes, guard, make_room, victims_could_suffice};
+use super::evict::{
+    Mode, candidate_nodes, guard, in_victim_order, make_room, victims_could_suffice,
+};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
 
@@ -149,6 +151,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
             .copied()
             .filter(|&v| candidate(ssn, p, v, scope))
             .collect();
+        let candidates = in_victim_order(ssn, p, candidates);
         let victims = ssn.preemptable(p, &candidates);
         let victims = guard(ssn, Mode::Preempt, p, victims);
         if !victims_could_suffice(ssn, p, n, &victims) {

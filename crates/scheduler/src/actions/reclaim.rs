@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::evict::{Mode, candidate_nodes, guard, make_room, victims_could_suffice};
+use super::evict::{
+    Mode, candidate_nodes, guard, in_victim_order, make_room, victims_could_suffice,
+};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
 
@@ -102,6 +104,7 @@ fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: Queue
         if reclaimees.is_empty() {
             continue;
         }
+        let reclaimees = in_victim_order(ssn, t, reclaimees);
         let victims = ssn.reclaimable(t, &reclaimees);
         let victims = guard(ssn, Mode::Reclaim, t, victims);
         if !victims_could_suffice(ssn, t, n, &victims) {

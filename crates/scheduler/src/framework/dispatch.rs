@@ -218,6 +218,11 @@ impl Session {
         Ok(())
     }
 
+    /// Whether plugin `name` is configured with the extension point `gate` on, in any tier.
+    pub fn plugin_enabled(&self, name: &str, gate: fn(&PluginFlags) -> bool) -> bool {
+        self.enabled(gate).any(|s| s.plugin.name() == name)
+    }
+
     /// Victims `preemptor` may take among `candidates`, combined as Volcano's `Preemptable`.
     pub fn preemptable(&self, preemptor: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
         self.victims(

@@ -1,6 +1,7 @@
 //! The plugins volcano-rs implements, by their Volcano names.
 
 mod binpack;
+pub mod capacity;
 mod conformance;
 mod drf;
 mod gang;
@@ -34,6 +35,7 @@ pub fn build(opt: &PluginOption, s: &Snapshot) -> Option<Box<dyn Plugin>> {
         "conformance" => Box::new(conformance::Conformance),
         "drf" => Box::new(drf::Drf::new(s)),
         "proportion" => Box::new(proportion::Proportion::new(s)),
+        "capacity" => Box::new(capacity::Capacity::new(opt, s)),
         "predicates" => Box::new(predicates::Predicates::new(args)),
         "nodeorder" => Box::new(nodeorder::NodeOrder::new(args)),
         "binpack" => Box::new(binpack::Binpack::new(args, s)),
