@@ -2,7 +2,9 @@
 //! scheduler with resources counted from the Pod and Node objects:
 //!
 //! - minimal eviction: the victims on the preemptor's node are enough for it to fit, and
-//!   sparing any one of them would leave it unable to fit;
+//!   sparing any one of them would leave it unable to fit (a gang that loses all its running
+//!   pods counts as one victim);
+//! - a running gang keeps at least `minMember` pods or loses all of them;
 //! - nothing is evicted for a preemptor that fits without evictions;
 //! - `preempt` never evicts a pod of equal or higher priority than its preemptor;
 //! - `reclaim` only takes pods of a queue that holds more than its deserved share (Volcano's
@@ -231,7 +233,6 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
             .and_then(|a| a.get("scheduling.k8s.io/group-name"))
             .cloned()
             .unwrap_or_default();
-        let idx: usize = group.trim_start_matches('v').parse().unwrap_or(0);
         let pg = objs
             .pod_groups
             .iter()
@@ -239,7 +240,6 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
         let class = pg
             .map(|g| g.spec.priority_class_name.as_str())
             .unwrap_or("");
-        let _ = idx;
         CLASSES
             .iter()
             .find(|(n, _)| *n == class)
@@ -272,6 +272,17 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
         fits(&used, &cap),
         "preemptor does not fit {node} after the evictions: {used:?} > {cap:?}"
     );
+    let group_of = |p: &Pod| -> String {
+        p.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("scheduling.k8s.io/group-name"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    // Victims by job: a gang keeps at least its minMember running pods or loses all of them,
+    // and a gang that loses all of them is one unit for minimality.
+    let mut units: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
     for v in &d.evictions {
         let vp = pods[v.as_str()];
         prop_assert_eq!(
@@ -287,12 +298,49 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
             class_of(vp),
             PREEMPTOR_PRIORITY
         );
-        let r = request(vp);
-        let spared = [used[0] + r[0], used[1] + r[1], used[2] + r[2]];
+        units.entry(group_of(vp)).or_default().push(vp);
+    }
+    let mut checked: Vec<Vec<&Pod>> = Vec::new();
+    for (group, victims) in units {
+        let running = objs
+            .pods
+            .iter()
+            .filter(|p| {
+                group_of(p) == group && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+            })
+            .count();
+        let left = running - victims.len();
+        let min = objs
+            .pod_groups
+            .iter()
+            .find(|g| g.metadata.name.as_deref() == Some(group.as_str()))
+            .map_or(0, |g| g.spec.min_member.max(0) as usize);
+        prop_assert!(
+            left == 0 || left >= min,
+            "gang {} was left with {} running pods, below its minMember {}",
+            group,
+            left,
+            min
+        );
+        if left == 0 && running <= min {
+            checked.push(victims);
+        } else {
+            checked.extend(victims.into_iter().map(|v| vec![v]));
+        }
+    }
+    for unit in checked {
+        let mut spared = used;
+        for v in &unit {
+            let r = request(v);
+            for i in 0..3 {
+                spared[i] += r[i];
+            }
+        }
+        let names: Vec<String> = unit.iter().map(|p| key(p)).collect();
         prop_assert!(
             !fits(&spared, &cap),
-            "victim {} was not needed: the preemptor fits {} with it spared",
-            v,
+            "victims {:?} were not needed: the preemptor fits {} with them spared",
+            names,
             node
         );
     }

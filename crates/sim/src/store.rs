@@ -371,6 +371,33 @@ impl Store {
         watched
     }
 
+    /// Adds a Job, as `kubectl apply` would create it (admission is the caller's business).
+    pub fn create_job(&mut self, mut job: Job, now: Instant) -> Watched {
+        self.new_meta("Job", &mut job.metadata, now);
+        self.objects.jobs.push(job.clone());
+        Watched::Job(None, Some(Box::new(job)))
+    }
+
+    /// Replaces a queue's spec, as `kubectl apply` would.
+    pub fn update_queue_spec(
+        &mut self,
+        name: &str,
+        spec: volcano_api::scheduling::QueueSpec,
+    ) -> Result<Watched, ApplyError> {
+        let queue = self
+            .objects
+            .queues
+            .iter_mut()
+            .find(|q| q.metadata.name.as_deref() == Some(name))
+            .ok_or_else(|| not_found("Queue", "", name))?;
+        let old = queue.clone();
+        queue.spec = spec;
+        Ok(Watched::Queue(
+            Some(Box::new(old)),
+            Some(Box::new(queue.clone())),
+        ))
+    }
+
     /// Adds a Command, as `vcctl` would create it.
     pub fn create_command(&mut self, mut cmd: Command, now: Instant) -> Watched {
         self.new_meta("Command", &mut cmd.metadata, now);

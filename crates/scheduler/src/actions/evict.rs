@@ -108,37 +108,41 @@ fn reason(ssn: &Session, mode: Mode, preemptor: TaskId, node: NodeId) -> String 
     }
 }
 
-/// Tries to place `preemptor` on `node` by evicting some of `victims` (already filtered by the
-/// plugins). On success returns a statement holding the evictions and the pipelined
-/// preemptor, already applied to the session; on failure the session is unchanged.
+/// Victims evicted together: one pod, or every running pod of a gang that cannot lose fewer.
+pub type Unit = Vec<TaskId>;
+
+/// Tries to place `preemptor` on `node` by evicting some of `units` (already filtered by the
+/// plugins and the guards, in eviction order). On success returns a statement holding the
+/// evictions and the pipelined preemptor, already applied to the session; on failure the
+/// session is unchanged.
 pub fn make_room(
     ssn: &mut Session,
     mode: Mode,
     preemptor: TaskId,
     node: NodeId,
-    victims: Vec<TaskId>,
+    units: Vec<Unit>,
     fits: &dyn Fn(&Session) -> bool,
 ) -> Option<Statement> {
-    let mut order = PriorityQueue::new();
-    for v in victims {
-        order.push(v, &mut |a, b| victim_less(ssn, a, b, preemptor));
-    }
     let mut node_stmt = Statement::new();
-    let mut evicted = Vec::new();
+    let mut evicted: Vec<Unit> = Vec::new();
+    let mut next = units.into_iter();
     while !fits(ssn) {
-        let Some(v) = order.pop(&mut |a, b| victim_less(ssn, a, b, preemptor)) else {
-            break;
-        };
-        ssn.stmt_evict(&mut node_stmt, v, String::new());
-        evicted.push(v);
+        let Some(unit) = next.next() else { break };
+        for &v in &unit {
+            ssn.stmt_evict(&mut node_stmt, v, String::new());
+        }
+        evicted.push(unit);
     }
-    if !fits(ssn) {
-        ssn.discard(node_stmt);
+    let fitted = fits(ssn);
+    ssn.discard(node_stmt);
+    if !fitted {
         return None;
     }
-    ssn.discard(node_stmt);
 
-    let chosen = minimal_subset(ssn, evicted, fits);
+    let chosen: Vec<TaskId> = minimal_subset(ssn, evicted, fits)
+        .into_iter()
+        .flatten()
+        .collect();
     let why = reason(ssn, mode, preemptor, node);
     let mut node_stmt = Statement::new();
     for &v in &chosen {
@@ -160,20 +164,20 @@ pub fn make_room(
     Some(node_stmt)
 }
 
-/// Spares every victim whose eviction is not needed, trying the most valuable first (highest
-/// priority, then longest running); what is left is minimal: sparing any one more of it would
-/// leave the task unable to fit.
+/// Spares every unit whose eviction is not needed, trying the most valuable first (highest
+/// priority, then longest running); what is left is minimal: sparing any one more unit of it
+/// would leave the task unable to fit.
 fn minimal_subset(
     ssn: &mut Session,
-    evicted: Vec<TaskId>,
+    evicted: Vec<Unit>,
     fits: &dyn Fn(&Session) -> bool,
-) -> Vec<TaskId> {
+) -> Vec<Unit> {
     if evicted.len() <= 1 {
-        // The task did not fit before the first eviction, so one victim is already minimal.
+        // The task did not fit before the first eviction, so one unit is already minimal.
         return evicted;
     }
-    let mut spare_order = evicted.clone();
-    spare_order.sort_by_key(|&t| {
+    let value = |ssn: &Session, unit: &Unit| {
+        let t = unit.first().copied().unwrap_or(TaskId(0));
         let task = ssn.snap.task(t);
         let job_priority = task.job.map_or(i32::MIN, |j| ssn.snap.job(j).priority);
         (
@@ -182,15 +186,28 @@ fn minimal_subset(
             started(ssn, t),
             task.key.clone(),
         )
-    });
-    let mut keep = evicted;
-    for v in spare_order {
-        let without: Vec<TaskId> = keep.iter().copied().filter(|&t| t != v).collect();
-        if fits_after(ssn, &without, fits) {
-            keep = without;
+    };
+    let mut spare_order: Vec<usize> = (0..evicted.len()).collect();
+    spare_order.sort_by_key(|&i| value(ssn, &evicted[i]));
+    let mut kept = vec![true; evicted.len()];
+    for i in spare_order {
+        kept[i] = false;
+        let without: Vec<TaskId> = evicted
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| **k)
+            .flat_map(|(u, _)| u.iter().copied())
+            .collect();
+        if !fits_after(ssn, &without, fits) {
+            kept[i] = true;
         }
     }
-    keep
+    evicted
+        .into_iter()
+        .zip(kept)
+        .filter(|(_, k)| *k)
+        .map(|(u, _)| u)
+        .collect()
 }
 
 /// Whether the victim's job could, in the next session under the same configuration, evict
@@ -223,53 +240,70 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
     back
 }
 
-/// Rules that hold whatever the tiers say. Volcano lets a later tier decide when an earlier one
-/// returns no victims, so with the default tiers an empty answer from `priority` skips `gang`
-/// and hands the choice to `drf`, which may then take a task of equal priority or break a
-/// running gang. volcano-rs keeps the tiers' answer but never lets it do that:
+/// Rules that hold whatever the tiers say, turning the tiers' victims into eviction units.
+///
+/// Volcano lets a later tier decide when an earlier one returns no victims, so with the
+/// default tiers an empty answer from `priority` skips `gang` and hands the choice to `drf`,
+/// which may then take a task of equal priority or break a running gang. volcano-rs keeps the
+/// tiers' answer but never lets it do that:
 /// - `preempt` never evicts a pod of equal or higher priority than its preemptor (job priority
 ///   between jobs, task priority within one);
-/// - when `gang` is enabled for this kind of eviction, no running gang is taken below its
-///   `minMember`. (A configuration that leaves `gang` out of victim selection, as some of
-///   Volcano's own tests do, may evict a whole single-pod gang.)
-pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>) -> Vec<TaskId> {
+/// - when `gang` is enabled for this kind of eviction, a running gang loses only pods above
+///   its `minMember`, or all of its running pods at once when every one of them is a victim
+///   here (a single-pod job, a gang packed on this node). A configuration that leaves `gang`
+///   out of victim selection, as some of Volcano's own tests do, gets one unit per pod.
+pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>) -> Vec<Unit> {
     let s = &ssn.snap;
     let p = s.task(preemptor);
+    let victims: Vec<TaskId> = victims
+        .into_iter()
+        .filter(|&v| {
+            let vt = s.task(v);
+            match (mode, p.job, vt.job) {
+                (Mode::Preempt, Some(pj), Some(vj)) if pj == vj => vt.priority < p.priority,
+                (Mode::Preempt, Some(pj), Some(vj)) => s.job(vj).priority < s.job(pj).priority,
+                (Mode::Preempt, _, _) => false,
+                (Mode::Reclaim, _, _) => true,
+            }
+        })
+        .collect();
     let keep_gangs = match mode {
         Mode::Preempt => ssn.plugin_enabled("gang", |f| f.preemptable),
         Mode::Reclaim => ssn.plugin_enabled("gang", |f| f.reclaimable),
     };
-    let mut left: HashMap<JobId, i64> = HashMap::new();
-    victims
-        .into_iter()
-        .filter(|&v| {
-            let vt = s.task(v);
-            let Some(vj) = vt.job else { return true };
-            if mode == Mode::Preempt {
-                let lower = match p.job {
-                    Some(pj) if pj == vj => vt.priority < p.priority,
-                    Some(pj) => s.job(vj).priority < s.job(pj).priority,
-                    None => false,
-                };
-                if !lower {
-                    return false;
-                }
-            }
-            if !keep_gangs {
-                return true;
-            }
-            let job = s.job(vj);
-            let occupied = left
-                .entry(vj)
-                .or_insert_with(|| i64::from(job.ready_task_num()));
-            if *occupied > i64::from(job.min_available) {
-                *occupied -= 1;
-                true
-            } else {
-                false
-            }
-        })
-        .collect()
+    if !keep_gangs {
+        return victims.into_iter().map(|v| vec![v]).collect();
+    }
+    // Units keyed by the position of their first member, so they keep the victims' order.
+    let mut units: Vec<(usize, Unit)> = Vec::new();
+    let mut spare: HashMap<JobId, i64> = HashMap::new();
+    let mut whole: HashMap<JobId, (usize, Unit)> = HashMap::new();
+    for (i, &v) in victims.iter().enumerate() {
+        let Some(vj) = s.task(v).job else {
+            units.push((i, vec![v]));
+            continue;
+        };
+        let job = s.job(vj);
+        let left = spare
+            .entry(vj)
+            .or_insert_with(|| i64::from(job.ready_task_num()) - i64::from(job.min_available));
+        if *left > 0 {
+            *left -= 1;
+            units.push((i, vec![v]));
+        } else {
+            whole.entry(vj).or_insert_with(|| (i, Vec::new())).1.push(v);
+        }
+    }
+    for (vj, (first, members)) in whole {
+        let job = s.job(vj);
+        // Whole only if nothing of the gang was taken singly and every running pod is here.
+        let none_single = i64::from(job.ready_task_num()) <= i64::from(job.min_available);
+        if none_single && members.len() as u32 == job.ready_task_num() {
+            units.push((first, members));
+        }
+    }
+    units.sort_by_key(|(first, _)| *first);
+    units.into_iter().map(|(_, u)| u).collect()
 }
 
 /// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason
@@ -287,10 +321,15 @@ pub fn candidate_nodes(ssn: &Session, t: TaskId) -> Vec<NodeId> {
 
 /// Whether the resources victims hold, with the node's future idle, could hold `t` at all
 /// (Volcano's `ValidateVictims`).
-pub fn victims_could_suffice(ssn: &Session, t: TaskId, n: NodeId, victims: &[TaskId]) -> bool {
+pub fn victims_could_suffice(
+    ssn: &Session,
+    t: TaskId,
+    n: NodeId,
+    victims: impl Iterator<Item = TaskId>,
+) -> bool {
     let s = &ssn.snap;
     let mut avail = s.node(n).future_idle.clone();
-    for &v in victims {
+    for v in victims {
         avail.add(&s.task(v).resreq);
     }
     s.task(t).resreq.fits_in(&avail)

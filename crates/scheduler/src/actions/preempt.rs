@@ -154,7 +154,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
         let candidates = in_victim_order(ssn, p, candidates);
         let victims = ssn.preemptable(p, &candidates);
         let victims = guard(ssn, Mode::Preempt, p, victims);
-        if !victims_could_suffice(ssn, p, n, &victims) {
+        if !victims_could_suffice(ssn, p, n, victims.iter().flatten().copied()) {
             continue;
         }
         let fits = move |ssn: &Session| {

@@ -107,7 +107,7 @@ fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: Queue
         let reclaimees = in_victim_order(ssn, t, reclaimees);
         let victims = ssn.reclaimable(t, &reclaimees);
         let victims = guard(ssn, Mode::Reclaim, t, victims);
-        if !victims_could_suffice(ssn, t, n, &victims) {
+        if !victims_could_suffice(ssn, t, n, victims.iter().flatten().copied()) {
             continue;
         }
         if let Some(node_stmt) = make_room(ssn, Mode::Reclaim, t, n, victims, &fits(t, n)) {
