@@ -68,7 +68,7 @@ pub fn execute(ssn: &mut Session) {
             continue;
         }
         let mut fe = FitErrors::new(total);
-        let candidates = finder.feasible(ssn, t, ResourceCheck::None, &mut cache, &mut fe);
+        let candidates = finder.feasible(ssn, t, ResourceCheck::PodSlot, &mut cache, &mut fe);
         match select_best_node(ssn, t, &candidates, &mut scores) {
             Some(node) => {
                 ssn.snap.job_mut(j).fit_errors.remove(&t);

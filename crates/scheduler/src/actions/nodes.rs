@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use crate::fit::FitErrors;
 use crate::framework::Session;
 use crate::model::{JobId, NodeId, TaskId};
+use crate::resource::PODS_DIM;
 
 /// Volcano's `--minimum-feasible-nodes`.
 const MIN_FEASIBLE_NODES: usize = 100;
@@ -45,8 +46,9 @@ impl PredicateCache {
 pub enum ResourceCheck {
     /// The request must fit the node's future idle (allocate).
     FutureIdle,
-    /// No resource check (backfill of BestEffort tasks).
-    None,
+    /// Only a free pod slot, counting pods still being evicted (backfill of BestEffort tasks,
+    /// which are bound at once: a slot freed by an eviction in this session is not free yet).
+    PodSlot,
 }
 
 /// Walks the nodes from a rotating start and returns the feasible ones.
@@ -112,6 +114,10 @@ impl NodeFinder {
                     cache.failed.entry(k.clone()).or_default().insert(nid, r);
                 }
                 continue;
+            } else if check == ResourceCheck::PodSlot
+                && node.idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
+            {
+                Some("node(s) pod number exceeded".to_string())
             } else {
                 ssn.predicate(t, nid).err().map(|e| e.reason)
             };

@@ -74,10 +74,14 @@ fn clear_condition(conds: &mut [PodGroupCondition], type_: &str) {
     }
 }
 
-/// Victims among `candidates` that leave every running gang at or above its minimum: a job's
-/// tasks are taken, in the order given, only while it keeps more than `minMember` ready.
+/// Victims among `candidates` that never break a running gang: a job's tasks are taken, in
+/// the order given, only while it keeps more than `minMember` ready; a job that cannot spare
+/// any is taken whole when every one of its ready tasks is a candidate (a single-pod job, a
+/// gang packed on one node). Volcano's gang never offers the whole gang, so with its default
+/// tiers a single-pod job could only be preempted when a later tier happened to agree.
 fn keep_gangs(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
     let mut occupied: BTreeMap<JobId, i64> = BTreeMap::new();
+    let mut held_back: BTreeMap<JobId, Vec<TaskId>> = BTreeMap::new();
     let mut victims = Vec::new();
     for &v in candidates {
         let Some(j) = s.task(v).job else { continue };
@@ -88,9 +92,29 @@ fn keep_gangs(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
         if *left > i64::from(job.min_available) {
             *left -= 1;
             victims.push(v);
+        } else {
+            held_back.entry(j).or_default().push(v);
         }
     }
-    victims
+    let whole: Vec<TaskId> = held_back
+        .into_iter()
+        .filter(|(j, tasks)| {
+            let job = s.job(*j);
+            job.ready_task_num() > 0
+                && i64::from(job.ready_task_num()) <= i64::from(job.min_available)
+                && tasks.len() == job.ready_task_num() as usize
+        })
+        .flat_map(|(_, tasks)| tasks)
+        .collect();
+    if whole.is_empty() {
+        return victims;
+    }
+    // Keep the caller's order.
+    candidates
+        .iter()
+        .copied()
+        .filter(|t| victims.contains(t) || whole.contains(t))
+        .collect()
 }
 
 impl Plugin for Gang {
