@@ -28,19 +28,6 @@ const PODS_PER_NODE: usize = 16;
 const GANGS: usize = 250;
 const GANG_SIZE: usize = 4;
 
-const CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"#;
-
 fn objects(running_queue: &str, waiting_queue: &str) -> Objects {
     let mut c = cluster()
         .with(priority_class("low", 10))
@@ -115,7 +102,7 @@ fn report_once(label: &str, snap: &Snapshot, conf: &SchedulerConf) {
 }
 
 fn bench(c: &mut Criterion) {
-    let conf = conf(CONF);
+    let conf = conf(EVICTING_CONF);
     let mut group = c.benchmark_group("evictions_1000_nodes");
     for (label, running, waiting) in [("preempt", "q1", "q1"), ("reclaim", "lender", "owed")] {
         let snap = snapshot(&objects(running, waiting));

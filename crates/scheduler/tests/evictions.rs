@@ -26,18 +26,6 @@ use volcano_scheduler::cache::{CacheOptions, build_snapshot};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::plugins::proportion_deserved;
 
-const TIERS: &str = r#"tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"#;
-
 /// Priority classes victims and preemptors use; the preemptor is `high`.
 const CLASSES: [(&str, i32); 4] = [("low", 10), ("mid", 100), ("high", 1000), ("top", 5000)];
 const PREEMPTOR_PRIORITY: i32 = 1000;
@@ -523,7 +511,7 @@ proptest! {
 
     #[test]
     fn preempt_evicts_a_minimal_set_of_lower_priority_pods(c in arb_preempt_case()) {
-        let conf = conf(&format!("actions: \"allocate, preempt\"\n{TIERS}"));
+        let conf = conf(EVICTING_CONF);
         let objs = c.objects();
         let d = run_session_n(&objs, &conf, 1);
         check_preempt(&objs, &d)?;
@@ -531,7 +519,7 @@ proptest! {
 
     #[test]
     fn reclaim_takes_only_from_queues_over_their_share(c in arb_reclaim_case()) {
-        let conf = conf(&format!("actions: \"enqueue, allocate, reclaim\"\n{TIERS}"));
+        let conf = conf(EVICTING_CONF);
         let mut objs = c.objects();
         for i in 1..=3 {
             let d = run_session_n(&objs, &conf, i);

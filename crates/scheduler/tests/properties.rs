@@ -51,20 +51,6 @@ tiers:
   - name: binpack
 "#;
 
-/// The third: preemption and reclaim between the queues and jobs of the random clusters.
-const EVICTING_CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"#;
-
 #[derive(Debug, Clone, Copy)]
 enum Conf {
     Default,

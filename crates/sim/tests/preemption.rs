@@ -197,24 +197,15 @@ impl Sim {
 
     /// Running pods of the jobs whose name starts with `prefix`.
     fn running_in(&self, prefix: &str) -> usize {
-        self.c
-            .store
-            .objects
-            .pods
-            .iter()
-            .filter(|p| {
-                p.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("volcano.sh/job-name"))
-                    .is_some_and(|n| n.starts_with(prefix))
-            })
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .count()
+        self.running_where(|job| job.starts_with(prefix))
     }
 
     /// Running pods of a job.
     fn running(&self, job: &str) -> usize {
+        self.running_where(|name| name == job)
+    }
+
+    fn running_where(&self, job: impl Fn(&str) -> bool) -> usize {
         self.c
             .store
             .objects
@@ -225,7 +216,7 @@ impl Sim {
                     .labels
                     .as_ref()
                     .and_then(|l| l.get("volcano.sh/job-name"))
-                    .is_some_and(|n| n == job)
+                    .is_some_and(|n| job(n))
             })
             .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
             .count()

@@ -685,6 +685,21 @@ impl AddTo for PriorityClassBuilder {
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
+/// Volcano's usual tiers with preempt and reclaim on: the configuration eviction tests and the
+/// eviction benchmark run under.
+pub const EVICTING_CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"#;
+
 /// The built-in configuration.
 pub fn default_conf() -> SchedulerConf {
     SchedulerConf::default_conf()
