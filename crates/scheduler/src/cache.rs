@@ -486,7 +486,11 @@ fn add_pod(
         node: None,
         bound_node_name: node_name.clone(),
         priority,
-        preemptable: annotation_or_label(&pod.metadata, keys::PREEMPTABLE) != Some("false"),
+        preemptable: annotation_or_label(&pod.metadata, keys::PREEMPTABLE)
+            .is_none_or(parse_bool_true),
+        scheduling_gated: spec
+            .and_then(|s| s.scheduling_gates.as_ref())
+            .is_some_and(|g| !g.is_empty()),
         best_effort,
         preemption_never: spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never"),
         creation: seconds(&pod.metadata.creation_timestamp),
@@ -536,6 +540,12 @@ fn object_key(m: &ObjectMeta) -> String {
         m.namespace.as_deref().unwrap_or("default"),
         m.name.as_deref().unwrap_or("")
     )
+}
+
+/// Go's `strconv.ParseBool`, as Volcano reads `volcano.sh/preemptable`: anything it cannot
+/// parse counts as false, so a pod is protected unless the value clearly says it is not.
+fn parse_bool_true(v: &str) -> bool {
+    matches!(v, "1" | "t" | "T" | "TRUE" | "true" | "True")
 }
 
 /// Applies a session's decisions to the objects as a cluster would: bound pods get their node,

@@ -74,7 +74,7 @@ fn set_phase(objs: &mut Objects, pg: &str, phase: &str) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Preempt: one preemptor, random victims
+// Preempt: one preemptor gang, random victims
 
 #[derive(Debug, Clone)]
 struct VictimJob {
@@ -87,7 +87,8 @@ struct VictimJob {
 struct PreemptCase {
     nodes: Vec<(i64, i64)>,
     victims: Vec<VictimJob>,
-    preemptor: (i64, i64),
+    /// The preemptor gang's pods (all of them its minimum).
+    preemptor: Vec<(i64, i64)>,
 }
 
 fn arb_preempt_case() -> impl Strategy<Value = PreemptCase> {
@@ -106,7 +107,10 @@ fn arb_preempt_case() -> impl Strategy<Value = PreemptCase> {
     (
         prop::collection::vec(node, 1..=4),
         prop::collection::vec(job, 1..=6),
-        (2i64..=24, 1i64..=32).prop_map(|(c, m)| (c * 250, m * 256 * MI)),
+        prop::collection::vec(
+            (2i64..=24, 1i64..=32).prop_map(|(c, m)| (c * 250, m * 256 * MI)),
+            1..=3,
+        ),
     )
         .prop_map(|(nodes, victims, preemptor)| PreemptCase {
             nodes,
@@ -166,14 +170,13 @@ impl PreemptCase {
             }
             set_phase(&mut objs, &name, "Running");
         }
-        let g = gang("t", "preemptor")
+        let mut g = gang("t", "preemptor")
             .queue("q1")
-            .min(1)
-            .priority_class("high")
-            .pods_like(
-                1,
-                template().cpu_milli(self.preemptor.0).mem(self.preemptor.1),
-            );
+            .min(self.preemptor.len() as i32)
+            .priority_class("high");
+        for (cpu, mem) in &self.preemptor {
+            g = g.pods_like(1, template().cpu_milli(*cpu).mem(*mem));
+        }
         objs.add(g);
         set_phase(&mut objs, "preemptor", "Inqueue");
         objs
@@ -195,11 +198,18 @@ impl AddBuilt for Objects {
 
 fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
     let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
-    let preemptor = "t/preemptor-0";
-    if d.binds.iter().any(|(p, _)| p == preemptor) {
+    let preemptors: Vec<&str> = pods
+        .keys()
+        .filter(|k| k.starts_with("t/preemptor-"))
+        .map(String::as_str)
+        .collect();
+    if d.binds
+        .iter()
+        .any(|(p, _)| preemptors.contains(&p.as_str()))
+    {
         prop_assert!(
             d.evictions.is_empty(),
-            "evicted {:?} for a preemptor that fitted without",
+            "evicted {:?} for a gang that fitted without",
             d.evictions
         );
         return Ok(());
@@ -207,58 +217,18 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
     if d.evictions.is_empty() {
         return Ok(());
     }
-    let Some((_, node)) = d.pipelined.iter().find(|(p, _)| p == preemptor) else {
-        return Err(TestCaseError::fail(format!(
-            "evicted {:?} but the preemptor is not pipelined",
-            d.evictions
-        )));
-    };
-    let class_of = |p: &Pod| -> i32 {
-        let group = p
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("scheduling.k8s.io/group-name"))
-            .cloned()
-            .unwrap_or_default();
-        let pg = objs
-            .pod_groups
-            .iter()
-            .find(|g| g.metadata.name.as_deref() == Some(group.as_str()));
-        let class = pg
-            .map(|g| g.spec.priority_class_name.as_str())
-            .unwrap_or("");
-        CLASSES
-            .iter()
-            .find(|(n, _)| *n == class)
-            .map_or(0, |(_, v)| *v)
-    };
-    let mut used: Res = [0, 0, 0];
-    for p in objs
-        .pods
+    let placed: BTreeMap<&str, &str> = d
+        .pipelined
         .iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.as_str()))
-    {
-        if !d.evictions.contains(&key(p)) {
-            let r = request(p);
-            for i in 0..3 {
-                used[i] += r[i];
-            }
-        }
-    }
-    let pr = request(pods[preemptor]);
-    for i in 0..3 {
-        used[i] += pr[i];
-    }
-    let n = objs
-        .nodes
-        .iter()
-        .position(|n| n.metadata.name.as_deref() == Some(node.as_str()))
-        .unwrap_or(0);
-    let cap = [n_cpu(objs, n), n_mem(objs, n), 110];
-    prop_assert!(
-        fits(&used, &cap),
-        "preemptor does not fit {node} after the evictions: {used:?} > {cap:?}"
+        .filter(|(p, _)| preemptors.contains(&p.as_str()))
+        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .collect();
+    prop_assert_eq!(
+        placed.len(),
+        preemptors.len(),
+        "evicted {:?} but the gang is not pipelined whole: {:?}",
+        &d.evictions,
+        &placed
     );
     let group_of = |p: &Pod| -> String {
         p.metadata
@@ -268,16 +238,35 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
             .cloned()
             .unwrap_or_default()
     };
+    let class_of = |p: &Pod| -> i32 {
+        let group = group_of(p);
+        let class = objs
+            .pod_groups
+            .iter()
+            .find(|g| g.metadata.name.as_deref() == Some(group.as_str()))
+            .map(|g| g.spec.priority_class_name.as_str())
+            .unwrap_or("");
+        CLASSES
+            .iter()
+            .find(|(n, _)| *n == class)
+            .map_or(0, |(_, v)| *v)
+    };
+    let node_of = |p: &Pod| -> String {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default()
+    };
     // Victims by job: a gang keeps at least its minMember running pods or loses all of them,
     // and a gang that loses all of them is one unit for minimality.
-    let mut units: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
+    let mut by_job: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
     for v in &d.evictions {
         let vp = pods[v.as_str()];
-        prop_assert_eq!(
-            vp.spec.as_ref().and_then(|s| s.node_name.as_deref()),
-            Some(node.as_str()),
-            "victim {} is not on the preemptor's node",
-            v
+        prop_assert!(
+            placed.values().any(|n| *n == node_of(vp)),
+            "victim {} is on {}, where no preemptor goes",
+            v,
+            node_of(vp)
         );
         prop_assert!(
             class_of(vp) < PREEMPTOR_PRIORITY,
@@ -286,16 +275,14 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
             class_of(vp),
             PREEMPTOR_PRIORITY
         );
-        units.entry(group_of(vp)).or_default().push(vp);
+        by_job.entry(group_of(vp)).or_default().push(vp);
     }
-    let mut checked: Vec<Vec<&Pod>> = Vec::new();
-    for (group, victims) in units {
+    let mut units: Vec<Vec<&Pod>> = Vec::new();
+    for (group, victims) in by_job {
         let running = objs
             .pods
             .iter()
-            .filter(|p| {
-                group_of(p) == group && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
-            })
+            .filter(|p| group_of(p) == group && !node_of(p).is_empty())
             .count();
         let left = running - victims.len();
         let min = objs
@@ -310,29 +297,84 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
             left,
             min
         );
-        if left == 0 && running <= min {
-            checked.push(victims);
+        if left == 0 && running > 0 {
+            // A gang taken whole: a smaller valid set spares at least minMember of its pods.
+            units.extend(combinations(&victims, min.max(1)));
         } else {
-            checked.extend(victims.into_iter().map(|v| vec![v]));
+            units.extend(victims.into_iter().map(|v| vec![v]));
         }
     }
-    for unit in checked {
-        let mut spared = used;
-        for v in &unit {
-            let r = request(v);
-            for i in 0..3 {
-                spared[i] += r[i];
+    // Per node: what stays plus what is pipelined there fits, and sparing any unit does not.
+    let used_on = |node: &str, spared: &[&Pod]| -> Res {
+        let mut used: Res = [0, 0, 0];
+        for p in objs.pods.iter().filter(|p| node_of(p) == node) {
+            if !d.evictions.contains(&key(p)) || spared.iter().any(|s| key(s) == key(p)) {
+                let r = request(p);
+                for i in 0..3 {
+                    used[i] += r[i];
+                }
             }
         }
-        let names: Vec<String> = unit.iter().map(|p| key(p)).collect();
+        for (p, _) in placed.iter().filter(|(_, n)| **n == node) {
+            let r = request(pods[*p]);
+            for i in 0..3 {
+                used[i] += r[i];
+            }
+        }
+        used
+    };
+    let cap_of = |node: &str| -> Res {
+        let n = objs
+            .nodes
+            .iter()
+            .position(|n| n.metadata.name.as_deref() == Some(node))
+            .unwrap_or(0);
+        [n_cpu(objs, n), n_mem(objs, n), 110]
+    };
+    for node in placed.values() {
+        let used = used_on(node, &[]);
         prop_assert!(
-            !fits(&spared, &cap),
-            "victims {:?} were not needed: the preemptor fits {} with them spared",
+            fits(&used, &cap_of(node)),
+            "the gang does not fit {} after the evictions: {:?} > {:?}",
+            node,
+            used,
+            cap_of(node)
+        );
+    }
+    for unit in units {
+        let names: Vec<String> = unit.iter().map(|p| key(p)).collect();
+        let mut nodes: Vec<String> = unit.iter().map(|p| node_of(p)).collect();
+        nodes.dedup();
+        let node = nodes.join(",");
+        prop_assert!(
+            nodes.iter().any(|n| !fits(&used_on(n, &unit), &cap_of(n))),
+            "victims {:?} were not needed: the gang fits {} with them spared (pipelined {:?}, evictions {:?})",
             names,
-            node
+            node,
+            &d.pipelined,
+            &d.eviction_reasons
         );
     }
     Ok(())
+}
+
+/// Every choice of `k` of `items`.
+fn combinations<'a>(items: &[&'a Pod], k: usize) -> Vec<Vec<&'a Pod>> {
+    if k == 0 {
+        return vec![Vec::new()];
+    }
+    if items.len() < k {
+        return Vec::new();
+    }
+    let mut with: Vec<Vec<&Pod>> = combinations(&items[1..], k - 1)
+        .into_iter()
+        .map(|mut c| {
+            c.insert(0, items[0]);
+            c
+        })
+        .collect();
+    with.extend(combinations(&items[1..], k));
+    with
 }
 
 fn n_cpu(objs: &Objects, n: usize) -> i64 {

@@ -71,7 +71,8 @@ pub fn queue_warnings(objects: &Objects) -> Vec<String> {
         if !parent.is_empty() {
             let sum = children_sum.entry(parent).or_default();
             for (r, v) in mine {
-                *sum.entry(r).or_insert(0) += v;
+                let total = sum.entry(r).or_insert(0);
+                *total = total.saturating_add(v);
             }
         }
     }

@@ -81,7 +81,7 @@ pub fn execute(ssn: &mut Session) {
         let mut pq = PriorityQueue::new();
         for &t in &ssn.snap.job(j).tasks {
             let task = ssn.snap.task(t);
-            if task.status == TaskStatus::Pending && !task.best_effort {
+            if task.status == TaskStatus::Pending && !task.best_effort && !task.scheduling_gated {
                 pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
             }
         }

@@ -27,6 +27,7 @@ pub fn execute(ssn: &mut Session) {
             .filter(|&t| {
                 let task = ssn.snap.task(t);
                 task.best_effort
+                    && !task.scheduling_gated
                     && matches!(task.status, TaskStatus::Pending | TaskStatus::Pipelined)
             })
             .collect();

@@ -164,6 +164,126 @@ pub fn make_room(
     Some(node_stmt)
 }
 
+/// Sort key putting the units most worth keeping first: highest priority, then longest running.
+fn spare_first(ssn: &Session, unit: &Unit) -> (Reverse<i32>, Reverse<i32>, i64, String) {
+    let t = unit.first().copied().unwrap_or(TaskId(0));
+    let task = ssn.snap.task(t);
+    let job_priority = task.job.map_or(i32::MIN, |j| ssn.snap.job(j).priority);
+    (
+        Reverse(job_priority),
+        Reverse(task.priority),
+        started(ssn, t),
+        task.key.clone(),
+    )
+}
+
+/// Whether `p` fits on `n` now: the resources (counting what is being released), every
+/// predicate, and for `preempt` its queue's allocatable check.
+pub fn preemptor_fits(ssn: &Session, mode: Mode, p: TaskId, n: NodeId) -> bool {
+    let s = &ssn.snap;
+    let queue_ok = match (mode, s.task(p).job) {
+        (Mode::Preempt, Some(j)) => ssn.allocatable(s.job(j).queue, p).is_ok(),
+        (Mode::Preempt, None) => false,
+        (Mode::Reclaim, _) => true,
+    };
+    queue_ok && s.task(p).resreq.fits_in(&s.node(n).future_idle) && ssn.predicate(p, n).is_ok()
+}
+
+/// Once all of a job's tasks are placed, spares the victims that turned out not to be needed:
+/// each placement took a minimal set for itself, but a later victim on the same node may have
+/// freed enough for an earlier one too. A victim (or a group of victims) is spared when every
+/// task the statement pipelines on its node still fits and no gang is left between zero and
+/// its minimum.
+pub fn spare_unneeded(ssn: &mut Session, mode: Mode, stmt: &mut Statement) {
+    let evicted: Vec<TaskId> = stmt.evicted().collect();
+    if evicted.len() <= 1 {
+        return;
+    }
+    let placed: Vec<(TaskId, NodeId)> = stmt.pipelined().collect();
+    let mut units: Vec<Unit> = evicted.iter().map(|&v| vec![v]).collect();
+    // A gang the statement took below its minimum needs several pods back at once to be
+    // valid again: try every such group when there are few, else the most valuable one.
+    let mut by_job: HashMap<JobId, Vec<TaskId>> = HashMap::new();
+    for &v in &evicted {
+        if let Some(j) = ssn.snap.task(v).job {
+            by_job.entry(j).or_default().push(v);
+        }
+    }
+    for (j, mut victims) in by_job {
+        let job = ssn.snap.job(j);
+        let needed = i64::from(job.min_available) - i64::from(job.ready_task_num());
+        if needed < 2 || needed as usize > victims.len() {
+            continue;
+        }
+        victims.sort_by_key(|&v| spare_first(ssn, &vec![v]));
+        units.extend(groups(&victims, needed as usize));
+    }
+    units.sort_by_key(|u| (spare_first(ssn, u), u.len()));
+    let mut spared: Vec<TaskId> = Vec::new();
+    for unit in units {
+        if unit.iter().any(|t| spared.contains(t)) {
+            continue;
+        }
+        let reasons: Vec<(TaskId, String)> = unit
+            .iter()
+            .filter_map(|&t| ssn.stmt_unevict(stmt, t).map(|r| (t, r)))
+            .collect();
+        let mut nodes: Vec<NodeId> = unit.iter().filter_map(|&t| ssn.snap.task(t).node).collect();
+        nodes.dedup();
+        let ok = unit.iter().all(|&t| gang_whole_or_above_min(ssn, t))
+            && nodes.iter().all(|&n| all_fit(ssn, mode, &placed, n));
+        if ok {
+            spared.extend(unit);
+        } else {
+            for (t, reason) in reasons {
+                ssn.stmt_evict(stmt, t, reason);
+            }
+        }
+    }
+}
+
+/// Up to 20 choices of `k` of `items` (in order), so a large gang costs little.
+fn groups(items: &[TaskId], k: usize) -> Vec<Unit> {
+    let mut out = Vec::new();
+    let mut pick: Vec<usize> = (0..k).collect();
+    while out.len() < 20 {
+        out.push(pick.iter().map(|&i| items[i]).collect());
+        // Next combination in lexicographic order.
+        let Some(i) = (0..k).rev().find(|&i| pick[i] < items.len() - k + i) else {
+            break;
+        };
+        pick[i] += 1;
+        for j in i + 1..k {
+            pick[j] = pick[j - 1] + 1;
+        }
+    }
+    out
+}
+
+/// Whether the task's gang runs with at least its minimum, or not at all.
+fn gang_whole_or_above_min(ssn: &Session, t: TaskId) -> bool {
+    let Some(j) = ssn.snap.task(t).job else {
+        return true;
+    };
+    let job = ssn.snap.job(j);
+    job.ready_task_num() == 0 || i64::from(job.ready_task_num()) >= i64::from(job.min_available)
+}
+
+/// Whether every task pipelined on `node` would fit there if it were placed last.
+fn all_fit(ssn: &mut Session, mode: Mode, placed: &[(TaskId, NodeId)], node: NodeId) -> bool {
+    for &(p, _) in placed.iter().filter(|(_, n)| *n == node) {
+        ssn.snap.unplace(p, TaskStatus::Pending);
+        ssn.fire_deallocate(p);
+        let ok = preemptor_fits(ssn, mode, p, node);
+        ssn.snap.place(p, node, TaskStatus::Pipelined);
+        ssn.fire_allocate(p);
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// Spares every unit whose eviction is not needed, trying the most valuable first (highest
 /// priority, then longest running); what is left is minimal: sparing any one more unit of it
 /// would leave the task unable to fit.
@@ -176,19 +296,8 @@ fn minimal_subset(
         // The task did not fit before the first eviction, so one unit is already minimal.
         return evicted;
     }
-    let value = |ssn: &Session, unit: &Unit| {
-        let t = unit.first().copied().unwrap_or(TaskId(0));
-        let task = ssn.snap.task(t);
-        let job_priority = task.job.map_or(i32::MIN, |j| ssn.snap.job(j).priority);
-        (
-            Reverse(job_priority),
-            Reverse(task.priority),
-            started(ssn, t),
-            task.key.clone(),
-        )
-    };
     let mut spare_order: Vec<usize> = (0..evicted.len()).collect();
-    spare_order.sort_by_key(|&i| value(ssn, &evicted[i]));
+    spare_order.sort_by_key(|&i| spare_first(ssn, &evicted[i]));
     let mut kept = vec![true; evicted.len()];
     for i in spare_order {
         kept[i] = false;
@@ -227,15 +336,24 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
     let (vq, pq) = (s.job(vj).queue, s.job(pj).queue);
     let before = p.status;
     ssn.snap.update_on_node(preemptor, TaskStatus::Running);
-    let back = match mode {
-        Mode::Preempt => ssn.preemptable(victim, &[preemptor]).contains(&preemptor),
-        Mode::Reclaim => {
-            ssn.snap.queue(pq).reclaimable
-                && !ssn.overused(vq)
-                && ssn.preemptive(vq, victim)
-                && ssn.reclaimable(victim, &[preemptor]).contains(&preemptor)
-        }
+    // The same questions the actions ask: is the victim's job starving, would the tiers offer
+    // the preemptor as its victim, and would the guards let it go.
+    let offered = |ssn: &Session, victims: Vec<TaskId>| {
+        guard(ssn, mode, victim, victims)
+            .iter()
+            .flatten()
+            .any(|&t| t == preemptor)
     };
+    let back = ssn.job_starving(vj)
+        && match mode {
+            Mode::Preempt => offered(ssn, ssn.preemptable(victim, &[preemptor])),
+            Mode::Reclaim => {
+                ssn.snap.queue(pq).reclaimable
+                    && !ssn.overused(vq)
+                    && ssn.preemptive(vq, victim)
+                    && offered(ssn, ssn.reclaimable(victim, &[preemptor]))
+            }
+        };
     ssn.snap.update_on_node(preemptor, before);
     back
 }
@@ -248,6 +366,7 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
 /// tiers' answer but never lets it do that:
 /// - `preempt` never evicts a pod of equal or higher priority than its preemptor (job priority
 ///   between jobs, task priority within one);
+/// - when `conformance` is enabled for this kind of eviction, no critical pod is a victim;
 /// - when `gang` is enabled for this kind of eviction, a running gang loses only pods above
 ///   its `minMember`, or all of its running pods at once when every one of them is a victim
 ///   here (a single-pod job, a gang packed on this node). A configuration that leaves `gang`
@@ -267,10 +386,19 @@ pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>)
             }
         })
         .collect();
-    let keep_gangs = match mode {
-        Mode::Preempt => ssn.plugin_enabled("gang", |f| f.preemptable),
-        Mode::Reclaim => ssn.plugin_enabled("gang", |f| f.reclaimable),
+    let enabled = |name: &str| match mode {
+        Mode::Preempt => ssn.plugin_enabled(name, |f| f.preemptable),
+        Mode::Reclaim => ssn.plugin_enabled(name, |f| f.reclaimable),
     };
+    let victims: Vec<TaskId> = if enabled("conformance") {
+        victims
+            .into_iter()
+            .filter(|&v| !crate::plugins::is_critical(s, v))
+            .collect()
+    } else {
+        victims
+    };
+    let keep_gangs = enabled("gang");
     if !keep_gangs {
         return victims.into_iter().map(|v| vec![v]).collect();
     }

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::evict::{
-    Mode, candidate_nodes, guard, in_victim_order, make_room, victims_could_suffice,
+    Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
+    victims_could_suffice,
 };
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
@@ -59,6 +60,7 @@ pub fn execute(ssn: &mut Session) {
                 preempt(ssn, &mut stmt, p, Scope::OtherJobsInQueue);
             }
             if ssn.job_pipelined(j) {
+                spare_unneeded(ssn, Mode::Preempt, &mut stmt);
                 ssn.commit(stmt);
             } else {
                 ssn.discard(stmt);
@@ -69,7 +71,9 @@ pub fn execute(ssn: &mut Session) {
             let mut own = pending_tasks(ssn, j);
             while let Some(p) = own.pop(&mut |a, b| ssn.task_order_less(a, b)) {
                 let mut stmt = Statement::new();
-                if !preempt(ssn, &mut stmt, p, Scope::OwnJob) {
+                // Volcano commits whenever the task was placed; a swap inside a gang that is
+                // still short of its minimum would then evict for nothing.
+                if !preempt(ssn, &mut stmt, p, Scope::OwnJob) || !ssn.job_pipelined(j) {
                     ssn.discard(stmt);
                     break;
                 }
@@ -83,7 +87,8 @@ pub fn execute(ssn: &mut Session) {
 fn pending_tasks(ssn: &Session, j: JobId) -> PriorityQueue<TaskId> {
     let mut pq = PriorityQueue::new();
     for &t in &ssn.snap.job(j).tasks {
-        if ssn.snap.task(t).status == TaskStatus::Pending {
+        let task = ssn.snap.task(t);
+        if task.status == TaskStatus::Pending && !task.scheduling_gated {
             pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
         }
     }
@@ -138,10 +143,9 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
     if !eligible(ssn, p) || ssn.pre_predicate(p).is_err() {
         return false;
     }
-    let Some(j) = ssn.snap.task(p).job else {
+    if ssn.snap.task(p).job.is_none() {
         return false;
-    };
-    let q = ssn.snap.job(j).queue;
+    }
     for n in nodes_by_score(ssn, p) {
         let candidates: Vec<TaskId> = ssn
             .snap
@@ -157,15 +161,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
         if !victims_could_suffice(ssn, p, n, victims.iter().flatten().copied()) {
             continue;
         }
-        let fits = move |ssn: &Session| {
-            ssn.allocatable(q, p).is_ok()
-                && ssn
-                    .snap
-                    .task(p)
-                    .resreq
-                    .fits_in(&ssn.snap.node(n).future_idle)
-                && ssn.predicate(p, n).is_ok()
-        };
+        let fits = move |ssn: &Session| preemptor_fits(ssn, Mode::Preempt, p, n);
         if let Some(node_stmt) = make_room(ssn, Mode::Preempt, p, n, victims, &fits) {
             stmt.merge(node_stmt);
             return true;

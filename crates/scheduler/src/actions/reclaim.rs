@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use super::evict::{
-    Mode, candidate_nodes, guard, in_victim_order, make_room, victims_could_suffice,
+    Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
+    victims_could_suffice,
 };
 use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 
 /// Runs reclaim.
 pub fn execute(ssn: &mut Session) {
@@ -32,7 +33,8 @@ pub fn execute(ssn: &mut Session) {
                 .push(j, &mut |a, b| ssn.job_order_less(a, b));
             let mut pq = PriorityQueue::new();
             for &t in &ssn.snap.job(j).tasks {
-                if ssn.snap.task(t).status == TaskStatus::Pending {
+                let task = ssn.snap.task(t);
+                if task.status == TaskStatus::Pending && !task.scheduling_gated {
                     pq.push(t, &mut |a, b| ssn.task_order_less(a, b));
                 }
             }
@@ -67,6 +69,7 @@ pub fn execute(ssn: &mut Session) {
                 reclaim_for_task(ssn, &mut stmt, t, q);
             }
             if ssn.job_pipelined(j) {
+                spare_unneeded(ssn, Mode::Reclaim, &mut stmt);
                 ssn.commit(stmt);
             } else {
                 ssn.discard(stmt);
@@ -88,7 +91,9 @@ fn reclaimee(ssn: &Session, q: QueueId, v: TaskId) -> bool {
 }
 
 /// Tries the candidate nodes in name order for a place for `t` made by reclaiming; merges the
-/// first success into `stmt`.
+/// first success into `stmt`. Volcano stops reclaiming once the request fits the node's future
+/// idle; volcano-rs also wants every predicate to pass, so nothing is evicted for a task that
+/// still cannot go there.
 fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: QueueId) {
     let mut nodes = candidate_nodes(ssn, t);
     nodes.sort_by(|a, b| ssn.snap.node(*a).name.cmp(&ssn.snap.node(*b).name));
@@ -110,21 +115,11 @@ fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: Queue
         if !victims_could_suffice(ssn, t, n, victims.iter().flatten().copied()) {
             continue;
         }
-        if let Some(node_stmt) = make_room(ssn, Mode::Reclaim, t, n, victims, &fits(t, n)) {
+        if let Some(node_stmt) = make_room(ssn, Mode::Reclaim, t, n, victims, &|ssn: &Session| {
+            preemptor_fits(ssn, Mode::Reclaim, t, n)
+        }) {
             stmt.merge(node_stmt);
             return;
         }
-    }
-}
-
-/// Volcano stops reclaiming once the request fits the node's future idle; volcano-rs also
-/// wants every predicate to pass, so nothing is evicted for a task that still cannot go there.
-fn fits(t: TaskId, n: NodeId) -> impl Fn(&Session) -> bool {
-    move |ssn: &Session| {
-        ssn.snap
-            .task(t)
-            .resreq
-            .fits_in(&ssn.snap.node(n).future_idle)
-            && ssn.predicate(t, n).is_ok()
     }
 }

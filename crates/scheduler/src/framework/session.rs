@@ -150,6 +150,20 @@ impl Session {
         }
     }
 
+    /// Takes back the eviction of `t` from `st`, restoring the task and every plugin's
+    /// accounting; the reason it carried is returned so the eviction can be redone.
+    pub fn stmt_unevict(&mut self, st: &mut Statement, t: TaskId) -> Option<String> {
+        let (before, reason) = st.remove_evict(t)?;
+        self.unevict(t, before);
+        Some(reason)
+    }
+
+    fn unevict(&mut self, t: TaskId, before: TaskStatus) {
+        self.snap.update_on_node(t, before);
+        self.set_evicted_on_node(t, false);
+        self.fire_allocate(t);
+    }
+
     /// Makes a statement's operations final: allocations are sent for binding, evictions are
     /// executed; pipelined tasks stay reserved in the session.
     pub fn commit(&mut self, st: Statement) {
@@ -182,9 +196,7 @@ impl Session {
                     self.fire_deallocate(task);
                 }
                 super::statement::Op::Evict { task, before, .. } => {
-                    self.snap.update_on_node(task, before);
-                    self.set_evicted_on_node(task, false);
-                    self.fire_allocate(task);
+                    self.unevict(task, before);
                 }
             }
         }

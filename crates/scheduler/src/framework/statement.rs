@@ -71,6 +71,27 @@ impl Statement {
         self.ops.iter().any(|op| matches!(op, Op::Evict { .. }))
     }
 
+    /// Takes the eviction of `task` out of the statement (the caller restores the session),
+    /// returning the status to restore and the eviction's reason.
+    pub(crate) fn remove_evict(&mut self, task: TaskId) -> Option<(TaskStatus, String)> {
+        let pos = self
+            .ops
+            .iter()
+            .position(|op| matches!(op, Op::Evict { task: t, .. } if *t == task))?;
+        match self.ops.remove(pos) {
+            Op::Evict { before, reason, .. } => Some((before, reason)),
+            _ => None,
+        }
+    }
+
+    /// The tasks the statement pipelines, with their nodes.
+    pub fn pipelined(&self) -> impl Iterator<Item = (TaskId, NodeId)> + '_ {
+        self.ops.iter().filter_map(|op| match op {
+            Op::Pipeline { task, node, .. } => Some((*task, *node)),
+            _ => None,
+        })
+    }
+
     /// The tasks the statement evicts, in order.
     pub fn evicted(&self) -> impl Iterator<Item = TaskId> + '_ {
         self.ops.iter().filter_map(|op| match op {

@@ -126,6 +126,9 @@ pub struct TaskInfo {
     pub best_effort: bool,
     /// `preemptionPolicy: Never`.
     pub preemption_never: bool,
+    /// The pod still has `spec.schedulingGates`: Kubernetes will not let it be bound, so it
+    /// is neither placed nor allowed to evict anything.
+    pub scheduling_gated: bool,
     /// Pod creation time in seconds since the epoch (0 when unset).
     pub creation: i64,
     /// Index parsed from the pod name's `-<n>` suffix, for default task order.

@@ -11,7 +11,7 @@ pub struct Conformance;
 const CRITICAL_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
 
 /// Whether the pod must never be evicted by the scheduler.
-fn is_critical(s: &Snapshot, t: TaskId) -> bool {
+pub fn is_critical(s: &Snapshot, t: TaskId) -> bool {
     let task = s.task(t);
     let class = task
         .pod

@@ -16,6 +16,7 @@ use crate::conf::PluginOption;
 use crate::framework::Plugin;
 use crate::model::Snapshot;
 
+pub use conformance::is_critical;
 pub use nodeorder::non_zero;
 
 /// Every queue's deserved resources under `proportion` for the snapshot (by queue index;

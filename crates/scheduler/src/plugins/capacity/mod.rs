@@ -157,8 +157,11 @@ impl Capacity {
             } else {
                 a.allocated.sub_saturating(req);
             }
-            // Ancestors' shares order sibling subtrees, so they follow the allocation too.
-            a.update_share();
+            // Volcano recomputes only the leaf's share during a session; ancestors keep their
+            // session-open share, which orders sibling subtrees until the next session.
+            if i == 0 {
+                a.update_share();
+            }
         }
     }
 }

@@ -52,7 +52,9 @@ fn usage_counts_for_every_ancestor_and_limits_come_down_from_parents() {
     assert_eq!(attr(&p, a1).allocated.cpu(), 3000);
     assert_eq!(attr(&p, a).allocated.cpu(), 3000);
     assert_eq!(attr(&p, root).allocated.cpu(), 3000);
-    assert_eq!(attr(&p, a).share, 0.75);
+    // As in Volcano, only the leaf's share moves within a session; ancestors keep the share
+    // they had at session open, which orders sibling subtrees.
+    assert_eq!(attr(&p, a).share, 0.5);
     p.on_deallocate(&s, task(&s, "j1-a-1"));
     assert_eq!(attr(&p, root).allocated.cpu(), 2000);
     assert_eq!(attr(&p, a).share, 0.5);
