@@ -402,36 +402,27 @@ pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>)
     if !keep_gangs {
         return victims.into_iter().map(|v| vec![v]).collect();
     }
-    // Units keyed by the position of their first member, so they keep the victims' order.
-    let mut units: Vec<(usize, Unit)> = Vec::new();
-    let mut spare: HashMap<JobId, i64> = HashMap::new();
-    let mut whole: HashMap<JobId, (usize, Unit)> = HashMap::new();
-    for (i, &v) in victims.iter().enumerate() {
-        let Some(vj) = s.task(v).job else {
-            units.push((i, vec![v]));
-            continue;
-        };
-        let job = s.job(vj);
-        let left = spare
-            .entry(vj)
-            .or_insert_with(|| i64::from(job.ready_task_num()) - i64::from(job.min_available));
-        if *left > 0 {
-            *left -= 1;
-            units.push((i, vec![v]));
-        } else {
-            whole.entry(vj).or_insert_with(|| (i, Vec::new())).1.push(v);
+    // gang's own rule picks the victims; a gang it takes whole (it could spare none) is one
+    // unit, kept at the position of its first member.
+    let victims = crate::plugins::gang_safe_victims(s, &victims);
+    let mut units: Vec<Unit> = Vec::new();
+    let mut whole: HashMap<JobId, usize> = HashMap::new();
+    for v in victims {
+        let taken_whole = s.task(v).job.filter(|&j| {
+            let job = s.job(j);
+            i64::from(job.ready_task_num()) <= i64::from(job.min_available)
+        });
+        match taken_whole.and_then(|j| whole.get(&j).copied()) {
+            Some(at) => units[at].push(v),
+            None => {
+                if let Some(j) = taken_whole {
+                    whole.insert(j, units.len());
+                }
+                units.push(vec![v]);
+            }
         }
     }
-    for (vj, (first, members)) in whole {
-        let job = s.job(vj);
-        // Whole only if nothing of the gang was taken singly and every running pod is here.
-        let none_single = i64::from(job.ready_task_num()) <= i64::from(job.min_available);
-        if none_single && members.len() as u32 == job.ready_task_num() {
-            units.push((first, members));
-        }
-    }
-    units.sort_by_key(|(first, _)| *first);
-    units.into_iter().map(|(_, u)| u).collect()
+    units
 }
 
 /// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason

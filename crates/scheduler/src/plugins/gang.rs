@@ -79,7 +79,7 @@ fn clear_condition(conds: &mut [PodGroupCondition], type_: &str) {
 /// any is taken whole when every one of its ready tasks is a candidate (a single-pod job, a
 /// gang packed on one node). Volcano's gang never offers the whole gang, so with its default
 /// tiers a single-pod job could only be preempted when a later tier happened to agree.
-fn keep_gangs(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
+pub fn gang_safe_victims(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
     let mut occupied: BTreeMap<JobId, i64> = BTreeMap::new();
     let mut held_back: BTreeMap<JobId, Vec<TaskId>> = BTreeMap::new();
     let mut victims = Vec::new();
@@ -123,11 +123,11 @@ impl Plugin for Gang {
     }
 
     fn preemptable(&self, s: &Snapshot, _p: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
-        Some(keep_gangs(s, candidates))
+        Some(gang_safe_victims(s, candidates))
     }
 
     fn reclaimable(&self, s: &Snapshot, _r: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
-        Some(keep_gangs(s, candidates))
+        Some(gang_safe_victims(s, candidates))
     }
 
     fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {

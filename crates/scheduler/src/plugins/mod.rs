@@ -17,6 +17,7 @@ use crate::framework::Plugin;
 use crate::model::Snapshot;
 
 pub use conformance::is_critical;
+pub use gang::gang_safe_victims;
 pub use nodeorder::non_zero;
 
 /// Every queue's deserved resources under `proportion` for the snapshot (by queue index;
