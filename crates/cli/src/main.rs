@@ -3,8 +3,10 @@
 //! Exit status: 0 when the command ran, 2 for bad input (with one message naming the file,
 //! document, object and field), 1 for an internal error.
 
+mod alloc_vs_load;
 mod output;
 mod schedule;
+mod sim;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +25,26 @@ struct Cli {
 enum Command {
     /// Schedule a scenario (Kubernetes YAML) and print what Volcano would decide.
     Schedule(ScheduleArgs),
+    /// Simulate a workload over virtual time: the controllers, kubelets and scheduling sessions.
+    Sim(SimCommand),
+}
+
+/// `volcano sim`: a run of a scenario or a generated workload, or one of its experiments.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimCommand {
+    #[command(subcommand)]
+    experiment: Option<SimExperiment>,
+    #[command(flatten)]
+    run: sim::SimArgs,
+}
+
+/// Experiments of `volcano sim`.
+#[derive(Subcommand, Debug)]
+enum SimExperiment {
+    /// The arrival-only GPU allocation experiment (FGD, ATC'23): allocated GPU share against
+    /// arrived load.
+    AllocVsLoad(alloc_vs_load::AllocVsLoadArgs),
 }
 
 /// Output format.
@@ -70,6 +92,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Schedule(args) => schedule::run(&args),
+        Command::Sim(cmd) => match cmd.experiment {
+            Some(SimExperiment::AllocVsLoad(args)) => alloc_vs_load::run(&args),
+            None => sim::run(&cmd.run),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 
 pub mod churn;
 pub mod cluster;
+pub mod metrics;
 pub mod schedule;
 pub mod store;
 

@@ -1,0 +1,140 @@
+//! What a simulation run measured: the figures `volcano sim` prints, writes as JSON and draws
+//! in its report. Plain data; the run fills it, the outputs read it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Everything one simulation run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimMetrics {
+    /// The headline figures.
+    pub summary: Summary,
+    /// Resource names tracked in `timeline[].utilisation` (cpu, memory, nvidia.com/gpu, ...).
+    pub resources: Vec<String>,
+    /// Queue names tracked in `timeline[].queues`.
+    pub queues: Vec<String>,
+    /// One record per job (Volcano Job, or PodGroup of bare pods), in submission order.
+    pub jobs: Vec<JobRecord>,
+    /// Samples of the cluster over virtual time, one per sampling interval.
+    pub timeline: Vec<Sample>,
+    /// Every eviction, in order.
+    pub evictions: Vec<EvictionRecord>,
+    /// Wall-clock latency of each scheduling session, in milliseconds, in order.
+    pub session_ms: Vec<f64>,
+}
+
+/// The headline figures of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Virtual time simulated, in seconds.
+    pub simulated_s: f64,
+    /// From the first submission to the last job's end, in seconds (0 when none ended).
+    pub makespan_s: f64,
+    /// Scheduling sessions run.
+    pub sessions: u64,
+    /// Jobs submitted.
+    pub jobs: u64,
+    /// Jobs that completed.
+    pub completed: u64,
+    /// Jobs that failed or were aborted.
+    pub failed: u64,
+    /// Jobs not finished when the run ended.
+    pub unfinished: u64,
+    /// Pods bound.
+    pub pods_bound: u64,
+    /// Pods evicted.
+    pub evictions: u64,
+    /// Wait from submission to the start of running, in seconds, over jobs that started.
+    pub wait_s: Stats,
+    /// Time from submission to the end, in seconds, over jobs that ended.
+    pub completion_s: Stats,
+    /// Session latency, in milliseconds.
+    pub session_ms: Stats,
+    /// Mean utilisation of each resource over the run, as a fraction of allocatable.
+    pub mean_utilisation: BTreeMap<String, f64>,
+}
+
+/// A distribution in a few numbers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// How many values.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// One job's life.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobRecord {
+    /// `namespace/name`.
+    pub name: String,
+    /// Its queue.
+    pub queue: String,
+    /// Pods it asked for.
+    pub pods: u32,
+    /// Virtual time of submission, in seconds.
+    pub submitted_s: f64,
+    /// When its first pod started running.
+    pub started_s: Option<f64>,
+    /// When it reached a final phase.
+    pub finished_s: Option<f64>,
+    /// Its phase at the end of the run.
+    pub phase: String,
+    /// `started_s - submitted_s`.
+    pub wait_s: Option<f64>,
+    /// `finished_s - submitted_s`.
+    pub completion_s: Option<f64>,
+}
+
+/// The cluster at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    /// Virtual time, in seconds.
+    pub t_s: f64,
+    /// Jobs submitted and not yet running any pod.
+    pub pending_jobs: u32,
+    /// Jobs with a running pod.
+    pub running_jobs: u32,
+    /// Pods running.
+    pub running_pods: u32,
+    /// Requested by bound pods over allocatable of ready nodes, per resource (0..1).
+    pub utilisation: BTreeMap<String, f64>,
+    /// Per queue: its allocated and deserved share of the cluster.
+    pub queues: BTreeMap<String, QueueShare>,
+}
+
+/// A queue's share at one instant, each as the largest fraction over resources (the
+/// dominant share), so queues of CPU and GPU work compare on one axis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueShare {
+    /// What its running pods hold.
+    pub allocated: f64,
+    /// What proportion (or capacity) says it deserves.
+    pub deserved: f64,
+}
+
+/// One eviction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionRecord {
+    /// Virtual time, in seconds.
+    pub t_s: f64,
+    /// `namespace/pod`.
+    pub pod: String,
+    /// Who took its place.
+    pub reason: String,
+}
