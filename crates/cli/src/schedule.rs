@@ -95,15 +95,7 @@ fn warn_skipped(skipped: &Skipped) {
 /// `--conf FILE`, else the scenario's ConfigMap, else the built-in default.
 fn configuration(path: Option<&Path>, scenario: &Scenario) -> Result<SchedulerConf, Failure> {
     let (conf, skipped) = if let Some(path) = path {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Failure::Input(format!(
-                "{}: cannot read the scheduler configuration: {e}",
-                path.display()
-            ))
-        })?;
-        let conf_text = conf_from_config_map(&text).unwrap_or(text);
-        SchedulerConf::parse(&conf_text)
-            .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?
+        return read_conf_file(path);
     } else if let Some(c) = &scenario.scheduler_conf {
         SchedulerConf::parse(&c.text).map_err(|e| {
             Failure::Input(format!(
@@ -115,6 +107,21 @@ fn configuration(path: Option<&Path>, scenario: &Scenario) -> Result<SchedulerCo
     } else {
         (SchedulerConf::default_conf(), Skipped::default())
     };
+    warn_skipped(&skipped);
+    Ok(conf)
+}
+
+/// A scheduler configuration file: `volcano-scheduler.conf`, or a ConfigMap holding one.
+pub fn read_conf_file(path: &Path) -> Result<SchedulerConf, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::Input(format!(
+            "{}: cannot read the scheduler configuration: {e}",
+            path.display()
+        ))
+    })?;
+    let conf_text = conf_from_config_map(&text).unwrap_or(text);
+    let (conf, skipped) = SchedulerConf::parse(&conf_text)
+        .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
     warn_skipped(&skipped);
     Ok(conf)
 }

@@ -14,6 +14,7 @@ use volcano_api::keys;
 use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::{PodGroup, Queue, QueueSpec, ResourceList};
 
+use crate::model::gpu::{self, GpuRequest, NodeGpus};
 use crate::model::{
     JobId, JobInfo, NodeId, NodeInfo, PgPhase, QueueId, QueueInfo, QueueState, Snapshot, TaskId,
     TaskInfo, TaskStatus,
@@ -99,8 +100,15 @@ impl Builder {
 
 fn resource_names(objs: &Objects) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    let mut add =
-        |l: Option<&ResourceList>| names.extend(l.into_iter().flatten().map(|(k, _)| k.clone()));
+    let mut add = |l: Option<&ResourceList>| {
+        names.extend(
+            l.into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .filter(|k| !gpu::is_device_resource(k))
+                .cloned(),
+        )
+    };
     for n in &objs.nodes {
         let st = n.status.as_ref();
         add(st.and_then(|s| s.allocatable.as_ref()));
@@ -309,8 +317,15 @@ pub fn build_snapshot(objs: &Objects, opts: &CacheOptions) -> Result<Snapshot, B
         if !list.is_some_and(|l| l.contains_key(volcano_api::resources::PODS)) {
             alloc.set(PODS_DIM, DEFAULT_MAX_PODS * 1000);
         }
+        let gpus = NodeGpus::from_node(n).map_err(|e| BuildError {
+            object: b.object.clone(),
+            field: e.field,
+            message: e.message,
+        })?;
         node_index.insert(name.clone(), NodeId(nodes.len() as u32));
-        nodes.push(NodeInfo::new(name, Arc::new(n.clone()), alloc));
+        let mut info = NodeInfo::new(name, Arc::new(n.clone()), alloc);
+        info.gpus = gpus.map(Box::new);
+        nodes.push(info);
     }
 
     let mut jobs: Vec<JobInfo> = Vec::new();
@@ -452,6 +467,11 @@ fn add_pod(
         object: label,
     };
     let resreq = pod_request(&b2, pod)?;
+    let gpu = GpuRequest::from_pod(pod).map_err(|e| BuildError {
+        object: b2.object.clone(),
+        field: e.field,
+        message: e.message,
+    })?;
     let status = task_status(pod);
     let group = annotation(&pod.metadata, keys::GROUP_NAME)
         .or_else(|| annotation(&pod.metadata, keys::VOLCANO_GROUP_NAME));
@@ -502,6 +522,20 @@ fn add_pod(
             .filter(|n| !n.is_empty()),
         pod: Arc::new(pod.clone()),
         last_tx_allocated: false,
+        gpu_devices: match (
+            &gpu,
+            &node_name,
+            annotation(&pod.metadata, gpu::POD_VGPU_IDS),
+        ) {
+            (Some(_), Some(n), Some(ids)) => snap
+                .node_index
+                .get(n)
+                .and_then(|&id| snap.nodes[id.idx()].gpus.as_deref())
+                .map(|g| g.indices_of(ids))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+        gpu: gpu.map(Arc::new),
         resreq,
         namespace,
         name,
@@ -575,6 +609,21 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             p.status
                 .get_or_insert_with(Default::default)
                 .nominated_node_name = Some((*node).to_string());
+        }
+    }
+    let devices: HashMap<&str, &str> = d
+        .gpu_devices
+        .iter()
+        .map(|(p, v)| (p.as_str(), v.as_str()))
+        .collect();
+    if !devices.is_empty() {
+        for p in &mut objs.pods {
+            if let Some(v) = devices.get(object_key(&p.metadata).as_str()) {
+                p.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(gpu::POD_VGPU_IDS.to_string(), (*v).to_string());
+            }
         }
     }
     objs.pods

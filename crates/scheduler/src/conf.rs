@@ -42,10 +42,11 @@ pub const SUPPORTED_PLUGINS: &[&str] = &[
     "binpack",
     "overcommit",
     "capacity",
+    "deviceshare",
+    "fgd",
 ];
 /// Plugins Volcano knows that volcano-rs skips for now.
 pub const PENDING_PLUGINS: &[&str] = &[
-    "deviceshare",
     "resource-strategy-fit",
     "tdm",
     "sla",

@@ -145,6 +145,7 @@ impl Cluster {
             SessionOptions {
                 uid: uid.to_string(),
                 now: Some(self.now.to_time()),
+                ..Default::default()
             },
         );
         let watched = self.apply_decisions(&d);

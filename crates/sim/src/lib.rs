@@ -6,9 +6,11 @@
 //! - [`cluster`]: the store with the controllers and the scheduler wired to it.
 //! - [`schedule`]: `volcano schedule`: controllers and sessions with frozen time.
 
+pub mod alloc_vs_load;
 pub mod churn;
 pub mod cluster;
 pub mod metrics;
+pub mod openb;
 pub mod schedule;
 pub mod store;
 

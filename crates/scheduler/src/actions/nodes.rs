@@ -14,12 +14,15 @@ const MIN_FEASIBLE_NODES: usize = 100;
 const MIN_PERCENTAGE_NODES: usize = 5;
 
 /// How many feasible nodes to look for before stopping (all of them in clusters up to 100
-/// nodes; an adaptive share of larger ones, as Volcano does).
-pub fn num_feasible_nodes_to_find(n: usize) -> usize {
-    if n <= MIN_FEASIBLE_NODES {
+/// nodes; `percentage` of larger ones, or an adaptive share as Volcano does).
+pub fn num_feasible_nodes_to_find(n: usize, percentage: Option<u8>) -> usize {
+    if n <= MIN_FEASIBLE_NODES || percentage.is_some_and(|p| p >= 100) {
         return n;
     }
-    let pct = 50usize.saturating_sub(n / 125).max(MIN_PERCENTAGE_NODES);
+    let pct = match percentage {
+        Some(p) if p > 0 => usize::from(p),
+        _ => 50usize.saturating_sub(n / 125).max(MIN_PERCENTAGE_NODES),
+    };
     (n * pct / 100).max(MIN_FEASIBLE_NODES)
 }
 
@@ -73,7 +76,7 @@ impl NodeFinder {
     ) -> Vec<NodeId> {
         let s = &ssn.snap;
         let n = s.nodes.len();
-        let want = num_feasible_nodes_to_find(n);
+        let want = num_feasible_nodes_to_find(n, ssn.percentage_nodes_to_find);
         let task = s.task(t);
         let key = match (&task.job, &task.role) {
             (Some(j), Some(r)) if cache.enabled => Some((*j, r.clone())),

@@ -60,6 +60,9 @@ pub struct QueueAllocated {
 pub struct Decisions {
     /// `(ns/pod, node)` to bind, in decision order.
     pub binds: Vec<(String, String)>,
+    /// `(ns/pod, volcano.sh/vgpu-ids-new)`: the GPU devices each pod bound here holds, to be
+    /// written on the pod before it is bound.
+    pub gpu_devices: Vec<(String, String)>,
     /// `ns/pod` to evict.
     pub evictions: Vec<String>,
     /// `ns/pod` evicted → why: the preemptor or the reclaiming queue.
@@ -218,6 +221,17 @@ impl Session {
                 .binds
                 .iter()
                 .map(|(t, n)| (s.task(*t).key.clone(), s.node(*n).name.clone()))
+                .collect(),
+            gpu_devices: self
+                .binds
+                .iter()
+                .filter_map(|(t, n)| {
+                    let task = s.task(*t);
+                    let req = task.gpu.as_deref()?;
+                    let gpus = s.node(*n).gpus.as_deref()?;
+                    (!task.gpu_devices.is_empty())
+                        .then(|| (task.key.clone(), gpus.assignment(&task.gpu_devices, req)))
+                })
                 .collect(),
             evictions: self
                 .evictions

@@ -156,6 +156,11 @@ pub trait Plugin: Send {
     }
     /// The task was placed (allocated or pipelined) in the session.
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {}
+    /// The GPU devices of `n` that `t` should take (indices); the first plugin in tier order
+    /// that answers decides, otherwise best fit does.
+    fn gpu_devices(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Vec<u8>> {
+        None
+    }
     /// The task's placement was undone, or the task is being evicted.
     fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {}
     /// Last word before decisions are collected (gang writes PodGroup conditions here).

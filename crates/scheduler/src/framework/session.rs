@@ -27,6 +27,9 @@ pub struct SessionOptions {
     /// The time conditions carry as `lastTransitionTime` (the caller's clock: the scheduler
     /// reads none).
     pub now: Option<Time>,
+    /// Volcano's `--percentage-nodes-to-find`: the share of nodes (1-100) a task's search
+    /// stops at once that many fit; `None` for Volcano's adaptive default.
+    pub percentage_nodes_to_find: Option<u8>,
 }
 
 /// One scheduling session.
@@ -35,6 +38,8 @@ pub struct Session {
     pub uid: String,
     /// Time of the session.
     pub now: Option<Time>,
+    /// See [`SessionOptions::percentage_nodes_to_find`].
+    pub percentage_nodes_to_find: Option<u8>,
     /// The state actions work on.
     pub snap: Snapshot,
     /// The configuration in force.
@@ -69,6 +74,7 @@ impl Session {
         Session {
             uid: opts.uid,
             now: opts.now,
+            percentage_nodes_to_find: opts.percentage_nodes_to_find,
             snap,
             conf: conf.clone(),
             tiers,
@@ -100,8 +106,23 @@ impl Session {
         }
     }
 
+    /// Chooses the GPU devices `t` takes on `n`, asking the plugins first.
+    fn choose_devices(&mut self, t: TaskId, n: NodeId) {
+        if self.snap.task(t).gpu.is_none() || self.snap.node(n).gpus.is_none() {
+            return;
+        }
+        let chosen = self
+            .tiers
+            .iter()
+            .flatten()
+            .find_map(|slot| slot.plugin.gpu_devices(&self.snap, t, n))
+            .unwrap_or_default();
+        self.snap.tasks[t.idx()].gpu_devices = chosen;
+    }
+
     /// Allocates `t` on `n` inside a statement.
     pub fn stmt_allocate(&mut self, st: &mut Statement, t: TaskId, n: NodeId) {
+        self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Allocated);
         self.snap.tasks[t.idx()].last_tx_allocated = true;
         self.fire_allocate(t);
@@ -122,6 +143,7 @@ impl Session {
         n: NodeId,
         eviction_occurred: bool,
     ) {
+        self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Pipelined);
         self.snap.tasks[t.idx()].last_tx_allocated = false;
         self.fire_allocate(t);
@@ -205,6 +227,7 @@ impl Session {
     /// Allocates `t` on `n` directly (backfill) and dispatches the job's allocated tasks once
     /// the job is ready.
     pub fn allocate(&mut self, t: TaskId, n: NodeId) {
+        self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Allocated);
         self.snap.tasks[t.idx()].last_tx_allocated = true;
         self.fire_allocate(t);

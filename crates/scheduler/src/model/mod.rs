@@ -4,6 +4,7 @@
 //! All changes to task status and node accounting go through [`Snapshot`]'s methods, which keep
 //! every derived counter (job status counts, node idle/used/releasing/pipelined) consistent.
 
+pub mod gpu;
 mod job;
 mod node;
 mod queue;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use volcano_api::k8s_openapi;
 
+use super::gpu::NodeGpus;
 use super::{TaskId, TaskStatus};
 use crate::resource::Resource;
 
@@ -40,6 +41,8 @@ pub struct NodeInfo {
     pub out_of_sync: bool,
     /// Tasks evicted from the node in this session (still Releasing on it).
     pub evicted_in_session: usize,
+    /// The node's GPU devices, one by one, when it has any.
+    pub gpus: Option<Box<NodeGpus>>,
 }
 
 impl NodeInfo {
@@ -58,6 +61,7 @@ impl NodeInfo {
             non_zero_requested: (0, 0),
             out_of_sync: false,
             evicted_in_session: 0,
+            gpus: None,
         }
     }
 

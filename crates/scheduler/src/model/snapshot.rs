@@ -112,14 +112,23 @@ impl Snapshot {
         }
     }
 
-    /// Puts a task on a node in `status` (Allocated, Pipelined, Releasing ...).
+    /// Puts a task on a node in `status` (Allocated, Pipelined, Releasing ...). A task that
+    /// asks for GPUs takes the devices in its `gpu_devices`, or best fit's when none were
+    /// chosen; when none fit it holds none (its node-level request is still counted).
     pub fn place(&mut self, id: TaskId, node: NodeId, status: TaskStatus) {
         self.set_status(id, status);
         let task = &mut self.tasks[id.idx()];
         task.node = Some(node);
         let req = task.resreq.clone();
         let nz = task.non_zero;
-        self.nodes[node.idx()].add_task(id, status, &req, nz);
+        let n = &mut self.nodes[node.idx()];
+        n.add_task(id, status, &req, nz);
+        if let (Some(gpu), Some(gpus)) = (&task.gpu, n.gpus.as_deref_mut()) {
+            if task.gpu_devices.is_empty() {
+                task.gpu_devices = gpus.best_fit(gpu).unwrap_or_default();
+            }
+            gpus.take(&task.gpu_devices, gpu);
+        }
     }
 
     /// Takes a task off its node and sets it to `status`.
@@ -129,9 +138,14 @@ impl Snapshot {
         if let Some(node) = task.node {
             let req = task.resreq.clone();
             let nz = task.non_zero;
-            self.nodes[node.idx()].remove_task(id, old, &req, nz);
+            let n = &mut self.nodes[node.idx()];
+            n.remove_task(id, old, &req, nz);
+            if let (Some(gpu), Some(gpus)) = (&task.gpu, n.gpus.as_deref_mut()) {
+                gpus.release(&task.gpu_devices, gpu);
+            }
         }
         self.tasks[id.idx()].node = None;
+        self.tasks[id.idx()].gpu_devices.clear();
         self.set_status(id, status);
     }
 

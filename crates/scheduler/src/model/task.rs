@@ -5,6 +5,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi;
 
+use super::gpu::GpuRequest;
 use super::{JobId, NodeId};
 use crate::resource::Resource;
 
@@ -142,4 +143,8 @@ pub struct TaskInfo {
     /// Whether the task's last transaction in this session put it on a node (even if the
     /// statement was discarded later), for the gang's "schedulable" count.
     pub last_tx_allocated: bool,
+    /// What the pod asks of a node's GPU devices, if anything.
+    pub gpu: Option<Arc<GpuRequest>>,
+    /// The devices of its node it holds (or will hold once placed), by index.
+    pub gpu_devices: Vec<u8>,
 }

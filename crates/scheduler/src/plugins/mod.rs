@@ -3,7 +3,9 @@
 mod binpack;
 pub mod capacity;
 mod conformance;
+mod deviceshare;
 mod drf;
+mod fgd;
 mod gang;
 mod nodeorder;
 mod overcommit;
@@ -42,6 +44,8 @@ pub fn build(opt: &PluginOption, s: &Snapshot) -> Option<Box<dyn Plugin>> {
         "nodeorder" => Box::new(nodeorder::NodeOrder::new(args)),
         "binpack" => Box::new(binpack::Binpack::new(args, s)),
         "overcommit" => Box::new(overcommit::Overcommit::new(args, s)),
+        "deviceshare" => Box::new(deviceshare::DeviceShare::new(args)),
+        "fgd" => Box::new(fgd::Fgd::new(args, s)),
         _ => return None,
     })
 }

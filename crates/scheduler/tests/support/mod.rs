@@ -720,6 +720,7 @@ pub fn session_options(i: u32) -> SessionOptions {
         now: Some(Time(
             Timestamp::from_second(i64::from(i)).unwrap_or(Timestamp::UNIX_EPOCH),
         )),
+        ..Default::default()
     }
 }
 

@@ -1,0 +1,313 @@
+//! `fgd`: the fragmentation-aware node score of "Beware of Fragmentation" (Weng et al., USENIX
+//! ATC'23). A node's GPU fragmentation is what its free GPU share cannot give the typical
+//! pods of the workload; the score prefers the placement that grows the cluster's
+//! fragmentation least, and picks the device a GPU share goes to the same way.
+//!
+//! The typical workload is read from the snapshot: every task keyed by (CPU, share of each
+//! GPU, GPUs, allowed models), the most common keys covering `fgd.popularity` percent of the
+//! tasks, each weighted by its frequency.
+
+use std::collections::HashMap;
+
+use crate::conf::Arguments;
+use crate::framework::Plugin;
+use crate::model::gpu::{GpuRequest, NodeGpus};
+use crate::model::{NodeId, Snapshot, TaskId};
+
+/// One kind of pod of the typical workload.
+#[derive(Debug, Clone, PartialEq)]
+struct TaskKind {
+    /// CPU request, milli.
+    cpu: i64,
+    /// Share of each GPU, thousandths (0 for CPU-only pods).
+    share: u32,
+    /// GPUs (0 for CPU-only pods).
+    count: u32,
+    /// Models allowed (empty = any), as a bit set over the snapshot's models.
+    models: Option<u64>,
+    /// Frequency in the workload.
+    weight: f64,
+}
+
+/// The fgd plugin.
+pub struct Fgd {
+    weight: f64,
+    /// Whether scores keep their fraction (volcano-rs's variant) rather than being truncated
+    /// to whole numbers as in the paper; see `fgd.exact`.
+    exact: bool,
+    /// Whether equal scores are told apart by the GPU share the node has left afterwards,
+    /// fuller first (volcano-rs's variant); see `fgd.packTies`.
+    pack_ties: bool,
+    /// Whether a share goes to the device that grows fragmentation least, exactly, among
+    /// those the rounded score ties (volcano-rs's variant); see `fgd.exactDevice`.
+    exact_device: bool,
+    /// GPU thousandths of fragmentation change that move the sigmoid by one unit (the paper's
+    /// 1000); see `fgd.scale`.
+    scale: f64,
+    /// Kinds that ask for GPUs.
+    gpu_kinds: Vec<TaskKind>,
+    /// Σ weight of CPU-only kinds: for them every free GPU share is a fragment.
+    cpu_only_weight: f64,
+    /// Model names seen on nodes, upper-cased, for the bit sets.
+    models: Vec<String>,
+}
+
+/// A node as fragmentation sees it: CPU left, free share of each GPU, and its model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct NodeState {
+    cpu_left: i64,
+    model: usize,
+    free: Vec<u32>,
+}
+
+impl Fgd {
+    /// Reads `fgd.weight` (default 1), `fgd.popularity` (default 95) and `fgd.exact` (default
+    /// false) and derives the typical workload from the snapshot's tasks.
+    pub fn new(args: &Arguments, s: &Snapshot) -> Self {
+        let popularity = args.f64_or("fgd.popularity", 95.0).clamp(0.0, 100.0);
+        let mut models: Vec<String> = Vec::new();
+        for n in &s.nodes {
+            if let Some(g) = n.gpus.as_deref() {
+                let m = node_model(g);
+                if !models.contains(&m) {
+                    models.push(m);
+                }
+            }
+        }
+        // Key: (cpu, share, count, spec as written), as the paper counts them.
+        let mut counts: HashMap<(i64, u32, u32, String), u64> = HashMap::new();
+        for t in &s.tasks {
+            let (share, count, spec) = match t.gpu.as_deref() {
+                Some(g) => (g.cores, g.count, g.use_models.join(",")),
+                None => (0, 0, String::new()),
+            };
+            *counts
+                .entry((t.resreq.cpu(), share, count, spec))
+                .or_default() += 1;
+        }
+        let total: u64 = counts.values().sum();
+        let mut kinds: Vec<((i64, u32, u32, String), u64)> = counts.into_iter().collect();
+        // Most common first; on equal counts the larger key first.
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        let threshold = total as f64 * popularity / 100.0;
+        let mut kept = Vec::new();
+        let mut covered = 0u64;
+        for k in kinds {
+            if covered as f64 >= threshold && !kept.is_empty() {
+                break;
+            }
+            covered += k.1;
+            kept.push(k);
+        }
+        let mut gpu_kinds = Vec::new();
+        let mut cpu_only_weight = 0.0;
+        let by_gpu = args.bool_or("fgd.gpuWeighted", false);
+        let mass = |share: u32, count: u32, n: u64| {
+            if by_gpu {
+                n as f64 * f64::from(share.max(1)) * f64::from(count.max(1))
+            } else {
+                n as f64
+            }
+        };
+        let total_mass: f64 = kept
+            .iter()
+            .map(|((_, share, count, _), n)| mass(*share, *count, *n))
+            .sum();
+        for ((cpu, share, count, spec), n) in kept {
+            let weight = mass(share, count, n) / total_mass.max(1.0);
+            if count == 0 {
+                cpu_only_weight += weight;
+                continue;
+            }
+            let allowed = (!spec.is_empty()).then(|| {
+                let wanted: Vec<&str> = spec.split(',').collect();
+                models
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| wanted.iter().any(|w| m.contains(w)))
+                    .fold(0u64, |bits, (i, _)| bits | (1u64 << (i % 64)))
+            });
+            gpu_kinds.push(TaskKind {
+                cpu,
+                share,
+                count,
+                models: allowed,
+                weight,
+            });
+        }
+        Fgd {
+            weight: args.f64_or("fgd.weight", 1.0),
+            exact: args.bool_or("fgd.exact", false),
+            pack_ties: args.bool_or("fgd.cpuTies", false),
+            exact_device: args.bool_or("fgd.exactDevice", false),
+            scale: args.f64_or("fgd.scale", 1000.0).max(1.0),
+            gpu_kinds,
+            cpu_only_weight,
+            models,
+        }
+    }
+
+    fn state(&self, s: &Snapshot, n: NodeId) -> Option<NodeState> {
+        let node = s.node(n);
+        let g = node.gpus.as_deref()?;
+        let model = node_model(g);
+        Some(NodeState {
+            cpu_left: node.idle.cpu(),
+            model: self.models.iter().position(|m| *m == model).unwrap_or(0),
+            free: g.devices.iter().map(|d| d.free_cores()).collect(),
+        })
+    }
+
+    /// The node's expected fragmentation under the typical workload, in GPU thousandths.
+    fn fragmentation(&self, st: &NodeState) -> f64 {
+        let all: u32 = st.free.iter().sum();
+        let mut f = self.cpu_only_weight * f64::from(all);
+        for k in &self.gpu_kinds {
+            let allowed = k
+                .models
+                .is_none_or(|bits| bits & (1u64 << (st.model % 64)) != 0);
+            let phi = if !allowed || st.cpu_left < k.cpu {
+                all
+            } else {
+                let mut fitting = 0u32;
+                let mut leftover = 0u32;
+                for &r in &st.free {
+                    if r >= k.share {
+                        fitting += 1;
+                    } else {
+                        leftover += r;
+                    }
+                }
+                if fitting >= k.count { leftover } else { all }
+            };
+            f += k.weight * f64::from(phi);
+        }
+        f
+    }
+
+    fn to_score(&self, delta: f64) -> f64 {
+        let raw = 100.0 / (1.0 + (-delta / self.scale).exp());
+        if self.exact { raw } else { raw.trunc() }
+    }
+
+    /// With `fgd.cpuTies`, a fraction of a point that sends a CPU-only pod, among nodes the
+    /// score ties, to the one with the least GPU share left: its CPU then strands no GPU
+    /// that GPU pods could still use.
+    fn cpu_tie_break(&self, after: &NodeState) -> f64 {
+        if !self.pack_ties {
+            return 0.0;
+        }
+        let left: u32 = after.free.iter().sum();
+        0.9 * (1.0 - f64::from(left.min(PACK_SCALE)) / f64::from(PACK_SCALE))
+    }
+
+    /// The best score of `req` on the node and the devices that reach it (first in index
+    /// order among equals), or `None` when it does not fit.
+    fn best(&self, st: &NodeState, req: Option<&GpuRequest>, cpu: i64) -> Option<(f64, Vec<u8>)> {
+        let before = self.fragmentation(st);
+        let mut after = st.clone();
+        after.cpu_left -= cpu;
+        let Some(req) = req else {
+            let score = self.to_score(before - self.fragmentation(&after));
+            return Some((score + self.cpu_tie_break(&after), Vec::new()));
+        };
+        if req.is_share() && req.count == 1 {
+            let mut best: Option<(f64, Vec<u8>)> = None;
+            let mut best_key: Option<(f64, f64)> = None;
+            let mut tried: Vec<u32> = Vec::new();
+            for (i, &r) in st.free.iter().enumerate() {
+                // Devices with the same free share give the same fragmentation.
+                if r < req.cores || tried.contains(&r) {
+                    continue;
+                }
+                tried.push(r);
+                after.free[i] = r - req.cores;
+                let delta = before - self.fragmentation(&after);
+                let score = self.to_score(delta);
+                after.free[i] = r;
+                let key = (score, if self.exact_device { delta } else { 0.0 });
+                if best_key.is_none_or(|b: (f64, f64)| key > b) {
+                    best_key = Some(key);
+                    best = Some((score, vec![u8::try_from(i).unwrap_or(u8::MAX)]));
+                }
+            }
+            return best;
+        }
+        let mut fit: Vec<usize> = (0..st.free.len())
+            .filter(|&i| st.free[i] >= req.cores)
+            .collect();
+        if fit.len() < req.count as usize {
+            return None;
+        }
+        fit.sort_by_key(|&i| st.free[i]);
+        fit.truncate(req.count as usize);
+        for &i in &fit {
+            after.free[i] -= req.cores.min(after.free[i]);
+        }
+        let ids = fit
+            .into_iter()
+            .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
+            .collect();
+        Some((self.to_score(before - self.fragmentation(&after)), ids))
+    }
+}
+
+/// GPU thousandths of the largest node the tie-break expects (8 whole GPUs); larger nodes
+/// only compress the tie-break's range.
+const PACK_SCALE: u32 = 8 * 1000;
+
+/// The model a node's GPUs are, upper-cased (its first device's).
+fn node_model(g: &NodeGpus) -> String {
+    g.devices
+        .first()
+        .map(|d| d.model.to_ascii_uppercase())
+        .unwrap_or_default()
+}
+
+impl Plugin for Fgd {
+    fn name(&self) -> &'static str {
+        "fgd"
+    }
+
+    fn scores_nodes(&self) -> bool {
+        self.weight != 0.0
+    }
+
+    fn batch_node_order(&self, s: &Snapshot, t: TaskId, nodes: &[NodeId], scores: &mut [f64]) {
+        if self.weight == 0.0 {
+            return;
+        }
+        let task = s.task(t);
+        let req = task.gpu.as_deref();
+        let cpu = task.resreq.cpu();
+        // Nodes in the same state score the same; large clusters have many of them.
+        let mut seen: HashMap<NodeState, f64> = HashMap::new();
+        for (i, &n) in nodes.iter().enumerate() {
+            let Some(st) = self.state(s, n) else {
+                continue;
+            };
+            let score = match seen.get(&st) {
+                Some(v) => *v,
+                None => {
+                    let v = self.best(&st, req, cpu).map_or(0.0, |(v, _)| v);
+                    seen.insert(st, v);
+                    v
+                }
+            };
+            if let Some(slot) = scores.get_mut(i) {
+                *slot += score * self.weight;
+            }
+        }
+    }
+
+    fn gpu_devices(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Vec<u8>> {
+        let req = s.task(t).gpu.as_deref()?;
+        let st = self.state(s, n)?;
+        let (_, ids) = self.best(&st, Some(req), s.task(t).resreq.cpu())?;
+        // The score's view of fit is shares only; the devices must also pass every other rule.
+        let g = s.node(n).gpus.as_deref()?;
+        ids.iter()
+            .all(|&i| g.devices.get(usize::from(i)).is_some_and(|d| d.fits(req)))
+            .then_some(ids)
+    }
+}
