@@ -99,28 +99,12 @@ pub fn arrivals(pods: &[TracePod], capacity_milli: u64, rng: &mut StdRng) -> Vec
     order
 }
 
-/// Runs one seed and returns its curve.
-pub fn run_seed(x: &Experiment<'_>, seed: u64) -> Result<Curve, ExperimentError> {
-    let capacity: u64 = x.nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
-    if capacity == 0 {
-        return Err(ExperimentError::NoGpus);
-    }
-    if x.pods.is_empty() {
-        return Err(ExperimentError::NoPods);
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let order = arrivals(x.pods, capacity, &mut rng);
-
-    // A random rank per node, carried in its name: the scheduler breaks score ties by name.
-    let mut nodes: Vec<&TraceNode> = x.nodes.iter().collect();
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut rank: Vec<usize> = (0..nodes.len()).collect();
-    rank.shuffle(&mut rng);
+/// The experiment's cluster as objects: `nodes` named `names`, and one single-pod job per pod
+/// of `order`, created one second apart so the scheduler takes them in that order.
+pub fn trace_objects(nodes: &[&TraceNode], names: &[String], order: &[TracePod]) -> Objects {
     let mut objects = Objects::default();
-    for (i, n) in nodes.iter().enumerate() {
-        objects
-            .nodes
-            .push(node_object(n, &format!("{:04}-{}", rank[i], n.name)));
+    for (n, name) in nodes.iter().zip(names) {
+        objects.nodes.push(node_object(n, name));
     }
     for (i, p) in order.iter().enumerate() {
         let group = format!("arrival-{i:06}");
@@ -149,6 +133,32 @@ pub fn run_seed(x: &Experiment<'_>, seed: u64) -> Result<Curve, ExperimentError>
             }),
         });
     }
+    objects
+}
+
+/// Runs one seed and returns its curve.
+pub fn run_seed(x: &Experiment<'_>, seed: u64) -> Result<Curve, ExperimentError> {
+    let capacity: u64 = x.nodes.iter().map(|n| u64::from(n.gpus) * 1000).sum();
+    if capacity == 0 {
+        return Err(ExperimentError::NoGpus);
+    }
+    if x.pods.is_empty() {
+        return Err(ExperimentError::NoPods);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let order = arrivals(x.pods, capacity, &mut rng);
+
+    // A random rank per node, carried in its name: the scheduler breaks score ties by name.
+    let mut nodes: Vec<&TraceNode> = x.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut rank: Vec<usize> = (0..nodes.len()).collect();
+    rank.shuffle(&mut rng);
+    let names: Vec<String> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{:04}-{}", rank[i], n.name))
+        .collect();
+    let objects = trace_objects(&nodes, &names, &order);
     let snap = build_snapshot(&objects, &CacheOptions::default())?;
     let decisions = volcano_scheduler::run_session(
         snap,

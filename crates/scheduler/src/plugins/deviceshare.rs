@@ -53,6 +53,15 @@ pub fn device_shortage(req: &GpuRequest) -> String {
     )
 }
 
+/// The models a request allows or refuses, as the pod wrote them.
+fn models(req: &GpuRequest) -> String {
+    if req.use_models.is_empty() {
+        format!("other than {}", req.avoid_models.join(", "))
+    } else {
+        req.use_models.join(", ")
+    }
+}
+
 /// The score Volcano's policies give the devices `ids` would take: `binpack` the fuller the
 /// better, `spread` an unshared device best.
 fn device_score(gpus: &NodeGpus, ids: &[u8], policy: DevicePolicy) -> f64 {
@@ -92,6 +101,9 @@ impl Plugin for DeviceShare {
         Some(match s.node(n).gpus.as_deref() {
             None => Err(FitReason::unresolvable("node(s) had no GPU devices")),
             Some(gpus) if gpus.can_fit(req) => Ok(()),
+            Some(gpus) if !gpus.devices.iter().any(|d| req.allows_model(&d.model)) => Err(
+                FitReason::unresolvable(format!("node(s) had no GPU of model {}", models(req))),
+            ),
             Some(_) => Err(FitReason::resolvable(device_shortage(req))),
         })
     }

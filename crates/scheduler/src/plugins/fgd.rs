@@ -147,6 +147,16 @@ impl Fgd {
         }
     }
 
+    /// `(Σ fragmentation, Σ free GPU share)` over the snapshot's nodes, in thousandths.
+    pub fn cluster(&self, s: &Snapshot) -> (f64, u64) {
+        s.node_ids()
+            .filter_map(|n| self.state(s, n))
+            .fold((0.0, 0), |(f, r), st| {
+                let free: u32 = st.free.iter().sum();
+                (f + self.fragmentation(&st), r + u64::from(free))
+            })
+    }
+
     fn state(&self, s: &Snapshot, n: NodeId) -> Option<NodeState> {
         let node = s.node(n);
         let g = node.gpus.as_deref()?;

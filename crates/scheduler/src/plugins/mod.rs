@@ -29,6 +29,12 @@ pub fn proportion_deserved(s: &Snapshot) -> Vec<Option<crate::resource::Resource
 }
 pub use predicates::{node_affinity_matches, tolerates_all};
 
+/// The cluster's GPU fragmentation under `fgd`'s default typical workload, and its free GPU
+/// share, both in GPU thousandths: `(Σ fragmentation, Σ free)`.
+pub fn gpu_fragmentation(s: &Snapshot) -> (f64, u64) {
+    fgd::Fgd::new(&crate::conf::Arguments::default(), s).cluster(s)
+}
+
 /// Builds the plugin `opt` names over the session's snapshot; `None` for a name this build does
 /// not implement (configuration parsing has already rejected or reported those).
 pub fn build(opt: &PluginOption, s: &Snapshot) -> Option<Box<dyn Plugin>> {
