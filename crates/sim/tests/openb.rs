@@ -1,5 +1,7 @@
 //! The openb trace import and the arrival-only experiment, against the shared traces.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use volcano_scheduler::cache::{CacheOptions, build_snapshot};
