@@ -5,12 +5,17 @@
 //!   and the watch events each change produces.
 //! - [`cluster`]: the store with the controllers and the scheduler wired to it.
 //! - [`schedule`]: `volcano schedule`: controllers and sessions with frozen time.
+//! - [`generate`]: synthetic workloads from a `key=value` spec and a seed.
+//! - [`report`]: a run's metrics as one self-contained HTML page.
+//! - [`openb`], [`alloc_vs_load`]: the Alibaba GPU trace and the FGD paper's experiment.
 
 pub mod alloc_vs_load;
 pub mod churn;
 pub mod cluster;
+pub mod generate;
 pub mod metrics;
 pub mod openb;
+pub mod report;
 pub mod schedule;
 pub mod store;
 
