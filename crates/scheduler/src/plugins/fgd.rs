@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::conf::Arguments;
 use crate::framework::Plugin;
-use crate::model::gpu::{GpuRequest, NodeGpus};
+use crate::model::gpu::{DEVICE_MILLI, GpuRequest, NodeGpus};
 use crate::model::{NodeId, Snapshot, TaskId};
 
 /// One kind of pod of the typical workload.
@@ -44,6 +44,16 @@ pub struct Fgd {
     /// GPU thousandths of fragmentation change that move the sigmoid by one unit (the paper's
     /// 1000); see `fgd.scale`.
     scale: f64,
+    /// Weight of the CPU-balance tie-break (0 = off); see `fgd.cpuBalance`.
+    balance: f64,
+    /// The typical workload's CPU per GPU thousandth, milli-CPU: what a node's free GPU share
+    /// will ask of its CPU.
+    cpu_per_gpu: f64,
+    /// Weight of the model-pressure tie-break (0 = off); see `fgd.modelPressure`.
+    pressure_weight: f64,
+    /// Per model (as `models`), in [0, 1]: how much the kinds bound to a set of models need
+    /// it, relative to the most needed model.
+    pressure: Vec<f64>,
     /// Kinds that ask for GPUs.
     gpu_kinds: Vec<TaskKind>,
     /// Σ weight of CPU-only kinds: for them every free GPU share is a fragment.
@@ -61,17 +71,25 @@ struct NodeState {
 }
 
 impl Fgd {
-    /// Reads `fgd.weight` (default 1), `fgd.popularity` (default 95) and `fgd.exact` (default
-    /// false) and derives the typical workload from the snapshot's tasks.
+    /// Reads `fgd.weight` (default 1), `fgd.popularity` (default 95), `fgd.exact` (default
+    /// false), the tie-break weights `fgd.cpuBalance` and `fgd.modelPressure` (default 0,
+    /// off) and derives the typical workload from the snapshot's tasks.
     pub fn new(args: &Arguments, s: &Snapshot) -> Self {
         let popularity = args.f64_or("fgd.popularity", 95.0).clamp(0.0, 100.0);
         let mut models: Vec<String> = Vec::new();
+        let mut gpus_per_model: Vec<f64> = Vec::new();
         for n in &s.nodes {
             if let Some(g) = n.gpus.as_deref() {
                 let m = node_model(g);
-                if !models.contains(&m) {
-                    models.push(m);
-                }
+                let i = match models.iter().position(|x| *x == m) {
+                    Some(i) => i,
+                    None => {
+                        models.push(m);
+                        gpus_per_model.push(0.0);
+                        models.len() - 1
+                    }
+                };
+                gpus_per_model[i] += g.devices.len() as f64;
             }
         }
         // Key: (cpu, share, count, spec as written), as the paper counts them.
@@ -135,8 +153,23 @@ impl Fgd {
                 weight,
             });
         }
+        let pressure = model_pressure(&gpu_kinds, &gpus_per_model);
+        let (cpu_mass, gpu_mass) = gpu_kinds.iter().fold((0.0, 0.0), |(c, g), k| {
+            (
+                c + k.weight * k.cpu as f64,
+                g + k.weight * f64::from(k.share) * f64::from(k.count),
+            )
+        });
         Fgd {
             weight: args.f64_or("fgd.weight", 1.0),
+            balance: args.f64_or("fgd.cpuBalance", 0.0).max(0.0),
+            cpu_per_gpu: if gpu_mass > 0.0 {
+                cpu_mass / gpu_mass
+            } else {
+                0.0
+            },
+            pressure_weight: args.f64_or("fgd.modelPressure", 0.0).max(0.0),
+            pressure,
             exact: args.bool_or("fgd.exact", false),
             pack_ties: args.bool_or("fgd.cpuTies", false),
             exact_device: args.bool_or("fgd.exactDevice", false),
@@ -211,6 +244,40 @@ impl Fgd {
         0.9 * (1.0 - f64::from(left.min(PACK_SCALE)) / f64::from(PACK_SCALE))
     }
 
+    /// GPU thousandths of the node's free share that its CPU left cannot serve, at the
+    /// typical workload's CPU per GPU.
+    fn stranded(&self, gpu_left: f64, cpu_left: f64) -> f64 {
+        if self.cpu_per_gpu <= 0.0 {
+            return 0.0;
+        }
+        (gpu_left - cpu_left.max(0.0) / self.cpu_per_gpu).max(0.0)
+    }
+
+    /// With `fgd.cpuBalance` or `fgd.modelPressure`, a fraction of a point (never enough to
+    /// pass a better score) that orders the nodes the score ties. `cpuBalance`: the node
+    /// where the pod strands least free GPU share behind exhausted CPU, so pods heavy in CPU
+    /// go to nodes with CPU to spare and GPUs stay usable. `modelPressure`: the node whose
+    /// GPU model the model-bound kinds need least, so pods that may run anywhere leave the
+    /// scarce models to those that may not.
+    fn tie_break(&self, st: &NodeState, gpu: u32, cpu: i64) -> f64 {
+        let total = self.balance + self.pressure_weight;
+        if total == 0.0 {
+            return 0.0;
+        }
+        let r = f64::from(st.free.iter().sum::<u32>());
+        let c = st.cpu_left as f64;
+        let grown = self.stranded(r - f64::from(gpu), c - cpu as f64) - self.stranded(r, c);
+        // Growth of one whole GPU or more takes the whole range.
+        let balance = 0.5 * (1.0 - (grown / f64::from(DEVICE_MILLI)).clamp(-1.0, 1.0));
+        // A CPU-only pod takes no GPU, so it leaves every model to the pods bound to it.
+        let free = if gpu == 0 {
+            0.5
+        } else {
+            1.0 - self.pressure.get(st.model).copied().unwrap_or(0.0)
+        };
+        0.9 * (self.balance * balance + self.pressure_weight * free) / total
+    }
+
     /// The best score of `req` on the node and the devices that reach it (first in index
     /// order among equals), or `None` when it does not fit.
     fn best(&self, st: &NodeState, req: Option<&GpuRequest>, cpu: i64) -> Option<(f64, Vec<u8>)> {
@@ -262,6 +329,38 @@ impl Fgd {
     }
 }
 
+/// Per model, the GPU demand of the model-bound kinds that may use it, each kind's demand
+/// spread over the GPUs of the models it may use; scaled so the most needed model is 1.
+fn model_pressure(kinds: &[TaskKind], gpus_per_model: &[f64]) -> Vec<f64> {
+    let mut pressure = vec![0.0; gpus_per_model.len()];
+    for k in kinds {
+        let Some(bits) = k.models else {
+            continue;
+        };
+        let allowed = |i: usize| bits & (1u64 << (i % 64)) != 0;
+        let capacity: f64 = (0..gpus_per_model.len())
+            .filter(|&i| allowed(i))
+            .map(|i| gpus_per_model[i])
+            .sum();
+        if capacity <= 0.0 {
+            continue;
+        }
+        let demand = k.weight * f64::from(k.share) * f64::from(k.count.max(1)) / capacity;
+        for (i, p) in pressure.iter_mut().enumerate() {
+            if allowed(i) {
+                *p += demand;
+            }
+        }
+    }
+    let max = pressure.iter().copied().fold(0.0, f64::max);
+    if max > 0.0 {
+        for p in &mut pressure {
+            *p /= max;
+        }
+    }
+    pressure
+}
+
 /// GPU thousandths of the largest node the tie-break expects (8 whole GPUs); larger nodes
 /// only compress the tie-break's range.
 const PACK_SCALE: u32 = 8 * 1000;
@@ -299,7 +398,13 @@ impl Plugin for Fgd {
             let score = match seen.get(&st) {
                 Some(v) => *v,
                 None => {
-                    let v = self.best(&st, req, cpu).map_or(0.0, |(v, _)| v);
+                    let gpu = req.map_or(0, |g| g.cores.saturating_mul(g.count));
+                    // With `fgd.cpuTies` on too, this tie-break only orders its ties, so
+                    // the fractions together stay under one point.
+                    let room = if self.pack_ties { 0.1 } else { 1.0 };
+                    let v = self
+                        .best(&st, req, cpu)
+                        .map_or(0.0, |(v, _)| v + room * self.tie_break(&st, gpu, cpu));
                     seen.insert(st, v);
                     v
                 }
@@ -319,5 +424,98 @@ impl Plugin for Fgd {
         ids.iter()
             .all(|&i| g.devices.get(usize::from(i)).is_some_and(|d| d.fits(req)))
             .then_some(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{CacheOptions, build_snapshot};
+
+    /// An fgd with one whole-GPU kind of `cpu` milli-CPU, bound to model 0 when `bound`,
+    /// over two models, and the given tie-break weights.
+    fn fgd(cpu: i64, bound: bool, balance: f64, pressure_weight: f64) -> Fgd {
+        let kinds = vec![TaskKind {
+            cpu,
+            share: 1000,
+            count: 1,
+            models: bound.then_some(1),
+            weight: 1.0,
+        }];
+        Fgd {
+            weight: 1.0,
+            exact: false,
+            pack_ties: false,
+            exact_device: false,
+            scale: 1000.0,
+            balance,
+            cpu_per_gpu: cpu as f64 / 1000.0,
+            pressure_weight,
+            pressure: model_pressure(&kinds, &[8.0, 8.0]),
+            gpu_kinds: kinds,
+            cpu_only_weight: 0.0,
+            models: vec!["A".into(), "B".into()],
+        }
+    }
+
+    fn node(model: usize, cpu_left: i64, free: &[u32]) -> NodeState {
+        NodeState {
+            cpu_left,
+            model,
+            free: free.to_vec(),
+        }
+    }
+
+    #[test]
+    fn arguments_are_read_and_off_by_default() {
+        let Ok(snap) = build_snapshot(&volcano_api::Objects::default(), &CacheOptions::default())
+        else {
+            panic!("an empty cluster must make a snapshot");
+        };
+        let off = Fgd::new(&Arguments::default(), &snap);
+        assert_eq!((off.balance, off.pressure_weight), (0.0, 0.0));
+        let mut args = Arguments::default();
+        args.0.insert("fgd.cpuBalance".into(), 2.into());
+        args.0.insert("fgd.modelPressure".into(), 3.into());
+        let on = Fgd::new(&args, &snap);
+        assert_eq!((on.balance, on.pressure_weight), (2.0, 3.0));
+    }
+
+    #[test]
+    fn cpu_balance_sends_cpu_heavy_pods_where_cpu_is_spare() {
+        // 10 cores per GPU in the workload; a node with 2 free GPUs and 20 cores has none to
+        // spare, one with 60 cores has plenty.
+        let f = fgd(10_000, false, 1.0, 0.0);
+        let short = node(0, 20_000, &[1000, 1000]);
+        let rich = node(0, 60_000, &[1000, 1000]);
+        // A CPU-only pod of 10 cores strands a GPU on the short node, none on the rich one.
+        assert!(f.tie_break(&rich, 0, 10_000) > f.tie_break(&short, 0, 10_000));
+        // A GPU pod light on CPU (2 cores for a GPU) frees the short node's CPU for its other
+        // GPU, so it goes there.
+        let short = node(0, 5_000, &[1000, 1000]);
+        assert!(f.tie_break(&short, 1000, 2_000) > f.tie_break(&rich, 1000, 2_000));
+        // Below one point: it never passes a better score.
+        assert!(f.tie_break(&rich, 0, 10_000) < 1.0);
+        // Off: no node is preferred.
+        let off = fgd(10_000, false, 0.0, 0.0);
+        assert_eq!(off.tie_break(&rich, 0, 10_000), 0.0);
+        assert_eq!(off.tie_break(&short, 0, 10_000), 0.0);
+    }
+
+    #[test]
+    fn model_pressure_keeps_bound_models_for_bound_pods() {
+        let f = fgd(1_000, true, 0.0, 1.0);
+        assert_eq!(f.pressure, vec![1.0, 0.0]);
+        let needed = node(0, 50_000, &[1000, 1000]);
+        let spare = node(1, 50_000, &[1000, 1000]);
+        // A GPU pod that may run anywhere goes to the model nobody is bound to...
+        assert!(f.tie_break(&spare, 1000, 1_000) > f.tie_break(&needed, 1000, 1_000));
+        // ...and a CPU-only pod takes no GPU, so the model does not matter to it.
+        assert_eq!(
+            f.tie_break(&spare, 0, 1_000),
+            f.tie_break(&needed, 0, 1_000)
+        );
+        // Unbound kinds put no pressure on any model.
+        assert_eq!(fgd(1_000, false, 0.0, 1.0).pressure, vec![0.0, 0.0]);
     }
 }
