@@ -7,9 +7,13 @@ mod alloc_vs_load;
 mod output;
 mod schedule;
 mod sim;
+mod sim_output;
 
+use std::collections::HashSet;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -26,7 +30,7 @@ enum Command {
     /// Schedule a scenario (Kubernetes YAML) and print what Volcano would decide.
     Schedule(ScheduleArgs),
     /// Simulate a workload over virtual time: the controllers, kubelets and scheduling sessions.
-    Sim(SimCommand),
+    Sim(Box<SimCommand>),
 }
 
 /// `volcano sim`: a run of a scenario or a generated workload, or one of its experiments.
@@ -83,8 +87,9 @@ pub enum Failure {
 }
 
 fn main() -> ExitCode {
+    let once = OncePerLine::default();
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(move || once.clone())
         .with_max_level(tracing::Level::WARN)
         .with_target(false)
         .without_time()
@@ -107,5 +112,28 @@ fn main() -> ExitCode {
             eprintln!("internal error: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// stderr for log lines, each distinct line written once: a condition that lasts (a node out
+/// of sync) is logged by every session, and a simulation runs thousands of them.
+#[derive(Clone, Default)]
+struct OncePerLine(Arc<Mutex<HashSet<Vec<u8>>>>);
+
+impl Write for OncePerLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The formatter hands over one whole event per write; a poisoned set logs everything.
+        let fresh = self
+            .0
+            .lock()
+            .map_or(true, |mut seen| seen.insert(buf.to_vec()));
+        if fresh {
+            std::io::stderr().write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }

@@ -62,7 +62,7 @@ pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
 
 /// Runs Volcano's Job admission (defaults, then validation) on every Job of the scenario, as
 /// the API server's webhooks would before the Job exists.
-fn admit_jobs(s: &mut Scenario) -> Result<(), Failure> {
+pub(crate) fn admit_jobs(s: &mut Scenario) -> Result<(), Failure> {
     for job in &mut s.objects.jobs {
         admission::default_job(job);
         if let Err(e) = admission::validate_job(job) {
@@ -93,7 +93,10 @@ fn warn_skipped(skipped: &Skipped) {
 }
 
 /// `--conf FILE`, else the scenario's ConfigMap, else the built-in default.
-fn configuration(path: Option<&Path>, scenario: &Scenario) -> Result<SchedulerConf, Failure> {
+pub(crate) fn configuration(
+    path: Option<&Path>,
+    scenario: &Scenario,
+) -> Result<SchedulerConf, Failure> {
     let (conf, skipped) = if let Some(path) = path {
         return read_conf_file(path);
     } else if let Some(c) = &scenario.scheduler_conf {

@@ -1,12 +1,176 @@
-//! `volcano sim`: a simulation over virtual time.
+//! `volcano sim`: a scenario (or a generated workload) over virtual time: load, check, run the
+//! simulation, print its figures, write the report.
 
-use crate::Failure;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use volcano_api::Scenario;
+use volcano_api::scenario::{LoadError, load_paths, queue_warnings};
+use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::manager::ManagerOptions;
+use volcano_controllers::workqueue::RetryPolicy;
+use volcano_sim::generate::{self, GenerateSpec};
+use volcano_sim::metrics::SimMetrics;
+use volcano_sim::simulate::{self, SimOptions, duration};
+
+use crate::schedule::{admit_jobs, configuration};
+use crate::sim_output::{self, ProgressBar};
+use crate::{Failure, Format};
 
 /// Flags of `volcano sim`.
 #[derive(clap::Args, Debug)]
-pub struct SimArgs {}
+pub struct SimArgs {
+    /// Scenario file or directory (every *.yaml in it); repeatable. Exactly one of -f and
+    /// --generate.
+    #[arg(short = 'f', long = "file")]
+    pub files: Vec<PathBuf>,
+    /// Scheduler configuration (volcano-scheduler.conf, or a ConfigMap holding one).
+    #[arg(long)]
+    pub conf: Option<PathBuf>,
+    /// Virtual time between scheduling sessions (a session runs only when something changed).
+    #[arg(long, default_value = "1s", value_parser = positive_duration)]
+    pub schedule_period: Duration,
+    /// Virtual time from a pod's binding to its running.
+    #[arg(long, default_value = "1s", value_parser = any_duration)]
+    pub pod_startup: Duration,
+    /// Run until this virtual time (default: until every job has finished).
+    #[arg(long, value_parser = positive_duration)]
+    pub until: Option<Duration>,
+    /// Never run beyond this virtual time.
+    #[arg(long, default_value = "30d", value_parser = positive_duration)]
+    pub max_time: Duration,
+    /// Virtual time between samples of utilisation, queue shares and pending jobs.
+    #[arg(long, default_value = "60s", value_parser = positive_duration)]
+    pub sample_every: Duration,
+    /// Seed of the workload generator (--generate).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output format: a summary table, or the measurements as one JSON object.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: Format,
+    /// Also write an HTML report of the run to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Generate the workload from this specification instead of reading -f.
+    #[arg(long)]
+    pub generate: Option<String>,
+    /// Report every session latency as 0, so the output depends on the input alone.
+    #[arg(long)]
+    pub no_timings: bool,
+}
+
+fn any_duration(text: &str) -> Result<Duration, String> {
+    duration::parse(text).map_err(|e| e.to_string())
+}
+
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match any_duration(text)? {
+        d if d.is_zero() => Err("must be more than zero".to_string()),
+        d => Ok(d),
+    }
+}
 
 /// Runs the simulation.
-pub fn run(_args: &SimArgs) -> Result<(), Failure> {
-    Err(Failure::Input("volcano sim: not built yet".to_string()))
+pub fn run(args: &SimArgs) -> Result<(), Failure> {
+    let (mut scenario, title) = workload(args)?;
+    admit_jobs(&mut scenario)?;
+    for warning in queue_warnings(&scenario.objects) {
+        tracing::warn!("{warning}");
+    }
+    let conf = configuration(args.conf.as_deref(), &scenario)?;
+    let opts = SimOptions {
+        schedule_period: args.schedule_period,
+        pod_startup: args.pod_startup,
+        until: args.until,
+        max_time: args.max_time,
+        sample_every: args.sample_every,
+        timings: !args.no_timings,
+    };
+    let controllers = ManagerOptions {
+        retry: RetryPolicy::default(),
+        scheduler_names: Vec::new(),
+        ssh_keys: Box::new(PlaceholderSshKeys),
+    };
+    let mut bar = ProgressBar::new();
+    let result = simulate::simulate(
+        scenario.objects,
+        &scenario.sources,
+        &conf,
+        &opts,
+        controllers,
+        &mut |p| bar.update(p),
+    );
+    bar.finish();
+    let metrics = result.map_err(|e| {
+        if e.is_input() {
+            Failure::Input(e.to_string())
+        } else {
+            Failure::Internal(e.into())
+        }
+    })?;
+    if let Some(path) = &args.report {
+        write_report(path, &metrics, &title)?;
+    }
+    let text = match args.output {
+        Format::Json => {
+            serde_json::to_string_pretty(&metrics).map_err(|e| Failure::Internal(e.into()))?
+        }
+        Format::Text => sim_output::text(&metrics),
+    };
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+    {
+        // A reader that stopped early (`| head`) is not an error worth reporting.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other
+            .context("writing the result to stdout")
+            .map_err(Failure::Internal),
+    }
+}
+
+/// The scenario to run and a title for the report: the files, or a generated workload.
+fn workload(args: &SimArgs) -> Result<(Scenario, String), Failure> {
+    match (&args.generate, args.files.is_empty()) {
+        (Some(_), false) => Err(Failure::Input(
+            "give either -f FILE or --generate SPEC, not both".to_string(),
+        )),
+        (None, true) => Err(Failure::Input(
+            "give a scenario with -f FILE, or a workload with --generate SPEC".to_string(),
+        )),
+        (Some(spec_text), true) => {
+            let spec: GenerateSpec = spec_text
+                .parse()
+                .map_err(|e| Failure::Input(format!("--generate: {e}")))?;
+            let objects = generate::generate(&spec, args.seed);
+            let scenario = Scenario {
+                objects,
+                ..Default::default()
+            };
+            Ok((
+                scenario,
+                format!("generated {spec_text} (seed {})", args.seed),
+            ))
+        }
+        (None, false) => {
+            let scenario =
+                load_paths(&args.files).map_err(|e: LoadError| Failure::Input(e.to_string()))?;
+            let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+            Ok((scenario, names.join(", ")))
+        }
+    }
+}
+
+/// Writes the HTML report; a path that cannot be written is the user's to fix (exit 2).
+fn write_report(path: &Path, metrics: &SimMetrics, title: &str) -> Result<(), Failure> {
+    let html = volcano_sim::report::render_html(metrics, title);
+    std::fs::write(path, html).map_err(|e| {
+        Failure::Input(format!(
+            "--report {}: cannot write the report: {e}",
+            path.display()
+        ))
+    })
 }

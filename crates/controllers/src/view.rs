@@ -1,6 +1,6 @@
 //! A read-only, indexed view of the cluster's objects, as the controllers query it.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use volcano_api::Objects;
 use volcano_api::batch::Job;
@@ -13,14 +13,16 @@ use volcano_api::scheduling::{PodGroup, Queue};
 pub type NamespacedName = (String, String);
 
 /// Indexes over a set of objects: jobs, pods by job, PodGroups by name and by queue, queues.
+/// Hash maps, never iterated: lists keep the objects' order, and a view is rebuilt after every
+/// change the controllers make, so building it must be cheap.
 pub struct ClusterView<'a> {
     objects: &'a Objects,
-    jobs: BTreeMap<(&'a str, &'a str), usize>,
-    pods_by_job: BTreeMap<(&'a str, &'a str), Vec<usize>>,
-    pods: BTreeMap<(&'a str, &'a str), usize>,
-    pod_groups: BTreeMap<(&'a str, &'a str), usize>,
-    pod_groups_by_queue: BTreeMap<&'a str, Vec<usize>>,
-    queues: BTreeMap<&'a str, usize>,
+    jobs: HashMap<(&'a str, &'a str), usize>,
+    pods_by_job: HashMap<(&'a str, &'a str), Vec<usize>>,
+    pods: HashMap<(&'a str, &'a str), usize>,
+    pod_groups: HashMap<(&'a str, &'a str), usize>,
+    pod_groups_by_queue: HashMap<&'a str, Vec<usize>>,
+    queues: HashMap<&'a str, usize>,
 }
 
 fn ns_name(
@@ -65,12 +67,12 @@ impl<'a> ClusterView<'a> {
     pub fn new(objects: &'a Objects) -> Self {
         let mut view = ClusterView {
             objects,
-            jobs: BTreeMap::new(),
-            pods_by_job: BTreeMap::new(),
-            pods: BTreeMap::new(),
-            pod_groups: BTreeMap::new(),
-            pod_groups_by_queue: BTreeMap::new(),
-            queues: BTreeMap::new(),
+            jobs: HashMap::with_capacity(objects.jobs.len()),
+            pods_by_job: HashMap::with_capacity(objects.jobs.len()),
+            pods: HashMap::with_capacity(objects.pods.len()),
+            pod_groups: HashMap::with_capacity(objects.pod_groups.len()),
+            pod_groups_by_queue: HashMap::with_capacity(objects.queues.len()),
+            queues: HashMap::with_capacity(objects.queues.len()),
         };
         for (i, job) in objects.jobs.iter().enumerate() {
             view.jobs.insert(ns_name(&job.metadata), i);

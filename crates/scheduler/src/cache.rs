@@ -520,7 +520,7 @@ fn add_pod(
             .as_ref()
             .and_then(|s| s.nominated_node_name.clone())
             .filter(|n| !n.is_empty()),
-        pod: Arc::new(pod.clone()),
+        pod: Arc::new(scheduling_view(pod)),
         last_tx_allocated: false,
         gpu_devices: match (
             &gpu,
@@ -559,6 +559,50 @@ fn add_pod(
         _ => snap.set_status(id, status),
     }
     Ok(())
+}
+
+/// The part of a pod plugins read (identity, labels and annotations, placement constraints,
+/// priority, start time): a session copies every pod, and containers' environment, volumes
+/// and statuses would be most of the copy.
+fn scheduling_view(pod: &Pod) -> Pod {
+    let m = &pod.metadata;
+    let spec = pod
+        .spec
+        .as_ref()
+        .map(|s| k8s_openapi::api::core::v1::PodSpec {
+            affinity: s.affinity.clone(),
+            node_name: s.node_name.clone(),
+            node_selector: s.node_selector.clone(),
+            preemption_policy: s.preemption_policy.clone(),
+            priority: s.priority,
+            priority_class_name: s.priority_class_name.clone(),
+            scheduler_name: s.scheduler_name.clone(),
+            scheduling_gates: s.scheduling_gates.clone(),
+            tolerations: s.tolerations.clone(),
+            ..Default::default()
+        });
+    let status = pod
+        .status
+        .as_ref()
+        .map(|s| k8s_openapi::api::core::v1::PodStatus {
+            phase: s.phase.clone(),
+            start_time: s.start_time.clone(),
+            nominated_node_name: s.nominated_node_name.clone(),
+            ..Default::default()
+        });
+    Pod {
+        metadata: ObjectMeta {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            labels: m.labels.clone(),
+            annotations: m.annotations.clone(),
+            creation_timestamp: m.creation_timestamp.clone(),
+            ..Default::default()
+        },
+        spec,
+        status,
+    }
 }
 
 fn annotation<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {

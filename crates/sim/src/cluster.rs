@@ -2,15 +2,16 @@
 //! makes goes through the store, and every watch event the store produces goes back to the
 //! controllers, as in a cluster.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::api::core::v1::PodStatus;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
-use volcano_api::scheduling::PodGroup;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work};
+use volcano_api::scheduling::{PodGroup, PodGroupStatus};
+use volcano_controllers::change::Change;
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 use volcano_scheduler::cache::{
@@ -18,6 +19,7 @@ use volcano_scheduler::cache::{
 };
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Decisions, SessionOptions};
+use volcano_scheduler::model::Snapshot;
 
 use crate::store::{ApplyError, Store, Watched};
 
@@ -97,10 +99,25 @@ impl Cluster {
 
     /// Runs the controllers until nothing is due at the present time.
     pub fn settle(&mut self) -> Result<Settled, ClusterError> {
+        self.settle_with(|_| {})
+    }
+
+    /// [`Cluster::settle`], showing `seen` every change the store accepted, so a caller can
+    /// follow transitions (a Job's phase) without rescanning the objects.
+    pub fn settle_with(&mut self, mut seen: impl FnMut(&Change)) -> Result<Settled, ClusterError> {
         let mut done = Settled::default();
+        // The changes of the last turn, still to be watched and reported: done with the next
+        // turn's view, since both see the same objects (one index build per turn, not two).
+        let mut last: Option<(WorkKey, bool, Vec<Watched>)> = None;
         loop {
             let work = {
                 let view = ClusterView::new(&self.store.objects);
+                if let Some((key, ok, watched)) = last.take() {
+                    for w in &watched {
+                        self.controllers.observe(w.as_watch(), &view);
+                    }
+                    self.controllers.finish(&key, ok, self.now);
+                }
                 self.controllers.next(&view, self.now)
             };
             let Some(Work { key, changes }) = work else {
@@ -116,6 +133,7 @@ impl Cluster {
                 match self.store.apply(c, self.now) {
                     Ok(w) => {
                         done.changes += 1;
+                        seen(c);
                         watched.extend(w);
                     }
                     Err(e) => {
@@ -125,8 +143,7 @@ impl Cluster {
                     }
                 }
             }
-            self.feed(&watched);
-            self.controllers.finish(&key, ok, self.now);
+            last = Some((key, ok, watched));
         }
     }
 
@@ -138,7 +155,18 @@ impl Cluster {
         conf: &SchedulerConf,
         uid: &str,
     ) -> Result<Decisions, ClusterError> {
-        let snap = build_snapshot(&self.store.objects, &self.cache)?;
+        let snap = self.snapshot()?;
+        Ok(self.run_session_on(snap, conf, uid))
+    }
+
+    /// The snapshot a session opened now would work on.
+    pub fn snapshot(&self) -> Result<Snapshot, ClusterError> {
+        Ok(build_snapshot(&self.store.objects, &self.cache)?)
+    }
+
+    /// [`Cluster::run_session`] on a snapshot the caller took with [`Cluster::snapshot`] (and
+    /// may have read first, as the simulator does for the queues' deserved shares).
+    pub fn run_session_on(&mut self, snap: Snapshot, conf: &SchedulerConf, uid: &str) -> Decisions {
         let d = volcano_scheduler::run_session(
             snap,
             conf,
@@ -150,50 +178,66 @@ impl Cluster {
         );
         let watched = self.apply_decisions(&d);
         self.feed(&watched);
-        Ok(d)
+        d
     }
 
     /// Applies the decisions with the scheduler's own `apply_decisions`, and turns what
     /// changed into watch events: the pods bound or evicted, the PodGroups whose status moved.
+    /// Objects are matched on borrowed `namespace/name` halves and only those a decision
+    /// touches are copied: a session costs nothing per untouched object, which matters when
+    /// the simulator runs thousands of them.
     fn apply_decisions(&mut self, d: &Decisions) -> Vec<Watched> {
         let objs = &mut self.store.objects;
-        let key = |m: &ObjectMeta| {
-            format!(
-                "{}/{}",
-                m.namespace.as_deref().unwrap_or_default(),
-                m.name.as_deref().unwrap_or_default()
-            )
-        };
-        let touched: BTreeSet<&str> = d
+        let touched: HashSet<(&str, &str)> = d
             .binds
             .iter()
             .map(|(p, _)| p.as_str())
             .chain(d.evictions.iter().map(String::as_str))
             .chain(d.nominated.iter().map(|(p, _)| p.as_str()))
+            .map(split_key)
             .collect();
-        let old_pods: BTreeMap<String, Pod> = objs
-            .pods
-            .iter()
-            .filter(|p| touched.contains(key(&p.metadata).as_str()))
-            .map(|p| (key(&p.metadata), p.clone()))
-            .collect();
-        let old_groups: BTreeMap<String, PodGroup> = objs
+        let old_pods: BTreeMap<String, Pod> = if touched.is_empty() {
+            BTreeMap::new()
+        } else {
+            objs.pods
+                .iter()
+                .filter(|p| touched.contains(&ns_name(&p.metadata)))
+                .map(|p| (key(&p.metadata), p.clone()))
+                .collect()
+        };
+        let statuses: HashMap<(&str, &str), &PodGroupStatus> = d
             .pod_groups
             .iter()
-            .map(|pg| (key(&pg.metadata), pg.clone()))
+            .map(|u| (split_key(&u.key), &u.status))
+            .collect();
+        let old_groups: BTreeMap<usize, PodGroup> = objs
+            .pod_groups
+            .iter()
+            .enumerate()
+            .filter(|(_, pg)| {
+                statuses
+                    .get(&ns_name(&pg.metadata))
+                    .is_some_and(|s| pg.status.as_ref() != Some(*s))
+            })
+            .map(|(i, pg)| (i, pg.clone()))
             .collect();
         apply_decisions(objs, d);
 
         let mut watched = Vec::new();
         let mut still_there = BTreeSet::new();
-        for p in &objs.pods {
-            let k = key(&p.metadata);
-            if let Some(old) = old_pods.get(&k) {
-                still_there.insert(k);
-                watched.push(Watched::Pod(
-                    Some(Box::new(old.clone())),
-                    Some(Box::new(p.clone())),
-                ));
+        if !old_pods.is_empty() {
+            for p in &objs.pods {
+                if !touched.contains(&ns_name(&p.metadata)) {
+                    continue;
+                }
+                let k = key(&p.metadata);
+                if let Some(old) = old_pods.get(&k) {
+                    still_there.insert(k);
+                    watched.push(Watched::Pod(
+                        Some(Box::new(old.clone())),
+                        Some(Box::new(p.clone())),
+                    ));
+                }
             }
         }
         for (k, old) in old_pods {
@@ -201,12 +245,12 @@ impl Cluster {
                 watched.push(Watched::Pod(Some(Box::new(old)), None));
             }
         }
-        for pg in &objs.pod_groups {
-            if let Some(old) = old_groups.get(&key(&pg.metadata))
+        for (i, old) in old_groups {
+            if let Some(pg) = objs.pod_groups.get(i)
                 && old.status != pg.status
             {
                 watched.push(Watched::PodGroup(
-                    Some(Box::new(old.clone())),
+                    Some(Box::new(old)),
                     Some(Box::new(pg.clone())),
                 ));
             }
@@ -244,4 +288,24 @@ impl Cluster {
         self.feed(&[w]);
         Ok(())
     }
+}
+
+/// `namespace/name` as the scheduler writes a key (a pod without a namespace is in
+/// `default`, as its cache reads it).
+fn key(m: &ObjectMeta) -> String {
+    let (ns, name) = ns_name(m);
+    format!("{ns}/{name}")
+}
+
+/// The halves of [`key`], borrowed.
+fn ns_name(m: &ObjectMeta) -> (&str, &str) {
+    (
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// A decision's `namespace/name` key, split.
+fn split_key(k: &str) -> (&str, &str) {
+    k.split_once('/').unwrap_or(("default", k))
 }

@@ -5,6 +5,8 @@
 //!   and the watch events each change produces.
 //! - [`cluster`]: the store with the controllers and the scheduler wired to it.
 //! - [`schedule`]: `volcano schedule`: controllers and sessions with frozen time.
+//! - [`simulate`]: `volcano sim`: the same over virtual time, with kubelets and node events.
+//! - [`metrics`]: what a simulation measured.
 //! - [`generate`]: synthetic workloads from a `key=value` spec and a seed.
 //! - [`report`]: a run's metrics as one self-contained HTML page.
 //! - [`openb`], [`alloc_vs_load`]: the Alibaba GPU trace and the FGD paper's experiment.
@@ -17,6 +19,7 @@ pub mod metrics;
 pub mod openb;
 pub mod report;
 pub mod schedule;
+pub mod simulate;
 pub mod store;
 
 pub use cluster::{Cluster, ClusterError};

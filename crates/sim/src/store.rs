@@ -378,6 +378,18 @@ impl Store {
         Watched::Job(None, Some(Box::new(job)))
     }
 
+    /// Adds a queue, as `kubectl apply` would create it; an existing queue of that name is
+    /// left alone.
+    pub fn create_queue(&mut self, mut queue: Queue, now: Instant) -> Option<Watched> {
+        let name = queue.metadata.name.clone().unwrap_or_default();
+        if find_queue(&mut self.objects, &name).is_ok() {
+            return None;
+        }
+        self.new_meta("Queue", &mut queue.metadata, now);
+        self.objects.queues.push(queue.clone());
+        Some(Watched::Queue(None, Some(Box::new(queue))))
+    }
+
     /// Replaces a queue's spec, as `kubectl apply` would.
     pub fn update_queue_spec(
         &mut self,

@@ -83,7 +83,11 @@ fn fgd_follows_the_published_curve_and_best_conf_beats_it() {
     // Below saturation every arrival fits.
     assert!((at(&fgd, 50) - 50.0).abs() < 0.5, "{}", at(&fgd, 50));
     // The published FGD mean at 110% load is 95.30 (BestFit's 92.94).
-    assert!(at(&fgd, 110) > 94.8 && at(&fgd, 110) < 95.8, "{}", at(&fgd, 110));
+    assert!(
+        at(&fgd, 110) > 94.8 && at(&fgd, 110) < 95.8,
+        "{}",
+        at(&fgd, 110)
+    );
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gpu-packing/best.conf"),
     )

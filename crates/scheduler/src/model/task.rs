@@ -138,7 +138,8 @@ pub struct TaskInfo {
     pub nominated_node: Option<String>,
     /// kube-scheduler's non-zero (cpu, memory) request, for scoring.
     pub non_zero: (i64, i64),
-    /// The pod, for predicates and scoring.
+    /// The pod as plugins read it (identity, labels, annotations, placement constraints,
+    /// priority, start time; not its containers or volumes).
     pub pod: Arc<Pod>,
     /// Whether the task's last transaction in this session put it on a node (even if the
     /// statement was discarded later), for the gang's "schedulable" count.

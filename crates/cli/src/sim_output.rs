@@ -1,0 +1,157 @@
+//! What `volcano sim` shows people: a progress bar on stderr while it runs, and a summary
+//! table when it is done.
+
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressDrawTarget, ProgressStyle};
+use volcano_sim::metrics::{SimMetrics, Stats};
+use volcano_sim::simulate::Progress;
+use volcano_sim::simulate::duration::Human;
+
+/// Runs shorter than this (wall-clock) show no bar: it would only flicker.
+const SHOW_AFTER: Duration = Duration::from_millis(500);
+/// The bar is redrawn at most this often.
+const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+/// A progress bar on stderr, shown only on a terminal and only once a run takes a while.
+pub struct ProgressBar {
+    bar: Option<indicatif::ProgressBar>,
+    started: Instant,
+    last: Instant,
+    terminal: bool,
+}
+
+impl ProgressBar {
+    /// A bar not yet shown.
+    pub fn new() -> Self {
+        let now = Instant::now();
+        ProgressBar {
+            bar: None,
+            started: now,
+            last: now,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Shows how far the run has come: virtual time against where it stops at the latest.
+    pub fn update(&mut self, p: &Progress) {
+        if !self.terminal || self.last.elapsed() < REDRAW_EVERY {
+            return;
+        }
+        self.last = Instant::now();
+        if self.bar.is_none() && self.started.elapsed() >= SHOW_AFTER {
+            let style = ProgressStyle::with_template("{bar:30} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let bar =
+                indicatif::ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr())
+                    .with_style(style);
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            // Towards `--until` when there is one; else the run lasts until the jobs finish.
+            let frac = match p.until {
+                Some(end) => p.now.as_secs_f64() / end.as_secs_f64().max(1e-9),
+                None => p.finished as f64 / p.jobs.max(1) as f64,
+            };
+            bar.set_position((frac.clamp(0.0, 1.0) * 1000.0) as u64);
+            bar.set_message(format!(
+                "virtual {} | {}/{} jobs finished",
+                Human(Duration::from_secs(p.now.as_secs())),
+                p.finished,
+                p.jobs
+            ));
+        }
+    }
+
+    /// Takes the bar off the screen.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn secs(s: f64) -> String {
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        Human(Duration::from_secs(s.round() as u64)).to_string()
+    }
+}
+
+fn stats_line(s: &Stats, unit: impl Fn(f64) -> String) -> String {
+    if s.count == 0 {
+        return "-".to_string();
+    }
+    format!(
+        "mean {}  p50 {}  p90 {}  p99 {}  max {}  (n={})",
+        unit(s.mean),
+        unit(s.p50),
+        unit(s.p90),
+        unit(s.p99),
+        unit(s.max),
+        s.count
+    )
+}
+
+/// The summary table.
+pub fn text(m: &SimMetrics) -> String {
+    let s = &m.summary;
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "{k:<14}{v}");
+    };
+    row("simulated", secs(s.simulated_s));
+    row(
+        "jobs",
+        format!(
+            "{} submitted, {} completed, {} failed, {} unfinished",
+            s.jobs, s.completed, s.failed, s.unfinished
+        ),
+    );
+    row("makespan", secs(s.makespan_s));
+    row("wait", stats_line(&s.wait_s, secs));
+    row("completion", stats_line(&s.completion_s, secs));
+    row("pods bound", s.pods_bound.to_string());
+    row("evictions", s.evictions.to_string());
+    row(
+        "sessions",
+        format!(
+            "{}  latency {}",
+            s.sessions,
+            stats_line(&s.session_ms, |v| format!("{v:.2}ms"))
+        ),
+    );
+    let utilisation: Vec<String> = m
+        .resources
+        .iter()
+        .map(|r| {
+            let v = s.mean_utilisation.get(r).copied().unwrap_or(0.0);
+            format!("{r} {:.1}%", v * 100.0)
+        })
+        .collect();
+    row("utilisation", utilisation.join("  "));
+    if !m.queues.is_empty() {
+        out.push_str("\nqueue          mean allocated  mean deserved  jobs\n");
+        for q in &m.queues {
+            let n = m.timeline.len().max(1) as f64;
+            let (alloc, deserved) = m.timeline.iter().fold((0.0, 0.0), |(a, d), sample| {
+                let share = sample.queues.get(q);
+                (
+                    a + share.map_or(0.0, |x| x.allocated),
+                    d + share.map_or(0.0, |x| x.deserved),
+                )
+            });
+            let jobs = m.jobs.iter().filter(|j| &j.queue == q).count();
+            let _ = writeln!(
+                out,
+                "{q:<14} {:>14.1}% {:>13.1}%  {jobs}",
+                alloc / n * 100.0,
+                deserved / n * 100.0
+            );
+        }
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,205 @@
+//! `volcano sim` through the binary: bad input exits 2 with one message naming the file,
+//! object and field; a run prints its summary, its JSON, its report, and repeats exactly.
+
+// Test helpers outside #[test] functions: a failure to write a temp file is a broken test machine.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"8\", memory: 16Gi}}\n";
+
+fn job(job_ann: &str, pod_ann: &str) -> String {
+    format!(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\n\
+         metadata: {{name: train, namespace: ml, annotations: {{{job_ann}}}}}\n\
+         spec:\n  minAvailable: 2\n  tasks:\n  - name: w\n    replicas: 2\n\
+         \x20   template:\n      metadata: {{annotations: {{{pod_ann}}}}}\n\
+         \x20     spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"2\"}}}}}}]}}\n"
+    )
+}
+
+fn node_with(annotations: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: n2, annotations: {{{annotations}}}}}\n\
+         status: {{allocatable: {{cpu: \"8\", memory: 16Gi}}}}\n"
+    )
+}
+
+fn write(name: &str, docs: &[String]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("volcano-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, docs.join("---\n")).unwrap();
+    path
+}
+
+fn volcano(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn sim(path: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["sim", "-f", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    volcano(&args)
+}
+
+/// Exit 2, nothing on stdout, one line on stderr containing every part.
+fn expect_input_error(name: &str, out: &Output, parts: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{name}: exit status (stderr: {stderr})"
+    );
+    assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{name}: bad input prints nothing on stdout"
+    );
+    for p in parts {
+        assert!(
+            stderr.contains(p),
+            "{name}: message should contain {p:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        stderr.trim().lines().count(),
+        1,
+        "{name}: one message: {stderr}"
+    );
+}
+
+#[test]
+fn a_bad_submit_at_names_file_object_and_field() {
+    let path = write(
+        "submit",
+        &[
+            NODE.to_string(),
+            job("sim.volcano-rs.io/submit-at: soon", ""),
+        ],
+    );
+    let file = path.display().to_string();
+    expect_input_error(
+        "submit-at",
+        &sim(&path, &[]),
+        &[
+            &file,
+            "Job ml/train",
+            "metadata.annotations.sim.volcano-rs.io/submit-at",
+            "\"soon\"",
+        ],
+    );
+}
+
+#[test]
+fn a_bad_duration_in_a_pod_template_names_the_template_field() {
+    let path = write(
+        "duration",
+        &[NODE.to_string(), job("", "sim.volcano-rs.io/duration: 10")],
+    );
+    let file = path.display().to_string();
+    expect_input_error(
+        "duration",
+        &sim(&path, &[]),
+        &[
+            &file,
+            "Job ml/train",
+            "spec.tasks[0].template.metadata.annotations.sim.volcano-rs.io/duration",
+        ],
+    );
+}
+
+#[test]
+fn bad_node_events_name_the_node_and_field() {
+    for (name, ann, field) in [
+        ("down", "sim.volcano-rs.io/down-at: never", "down-at"),
+        (
+            "shrink-alone",
+            "sim.volcano-rs.io/shrink-at: 1h",
+            "shrink-to",
+        ),
+        (
+            "shrink-to",
+            "sim.volcano-rs.io/shrink-at: 1h, sim.volcano-rs.io/shrink-to: \"cpu=lots\"",
+            "shrink-to",
+        ),
+        (
+            "same-instant",
+            "sim.volcano-rs.io/down-at: 1h, sim.volcano-rs.io/up-at: 60m",
+            "up-at",
+        ),
+    ] {
+        let path = write(name, &[NODE.to_string(), node_with(ann)]);
+        let file = path.display().to_string();
+        let field = format!("metadata.annotations.sim.volcano-rs.io/{field}");
+        expect_input_error(name, &sim(&path, &[]), &[&file, "Node n2", &field]);
+    }
+}
+
+#[test]
+fn bad_flags_and_sources_exit_2() {
+    let path = write("flags", &[NODE.to_string()]);
+    let p = path.to_str().unwrap();
+    for (name, args) in [
+        ("until", vec!["sim", "-f", p, "--until", "10"]),
+        ("period", vec!["sim", "-f", p, "--schedule-period", "0s"]),
+        ("sample", vec!["sim", "-f", p, "--sample-every", "often"]),
+        ("both", vec!["sim", "-f", p, "--generate", "x"]),
+        ("neither", vec!["sim"]),
+        ("generate", vec!["sim", "--generate", "nonsense"]),
+    ] {
+        let out = volcano(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn a_run_prints_a_summary_json_and_a_report_and_repeats_exactly() {
+    let path = write(
+        "run",
+        &[
+            NODE.to_string(),
+            job(
+                "sim.volcano-rs.io/submit-at: 5m",
+                "sim.volcano-rs.io/duration: 10m",
+            ),
+        ],
+    );
+    let text = sim(&path, &[]);
+    assert_eq!(text.status.code(), Some(0));
+    let summary = String::from_utf8_lossy(&text.stdout);
+    assert!(summary.contains("1 submitted, 1 completed"), "{summary}");
+
+    let report = path.with_extension("html");
+    let a = sim(
+        &path,
+        &[
+            "-o",
+            "json",
+            "--no-timings",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    let b = sim(&path, &["-o", "json", "--no-timings"]);
+    assert_eq!(
+        a.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    assert_eq!(a.stdout, b.stdout, "same input, same bytes");
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["name"], "ml/train");
+    assert_eq!(v["jobs"][0]["completionS"], 602.0);
+    assert_eq!(v["summary"]["sessionMs"]["max"], 0.0);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<html"), "{html}");
+}

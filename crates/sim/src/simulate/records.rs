@@ -1,0 +1,384 @@
+//! Each job's life: submitted, first pod running, final phase. A job is a Volcano Job, a
+//! PodGroup of bare pods, or a bare pod of ours that names no group (the PodGroup controller
+//! gives it one of its own).
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use volcano_api::Objects;
+use volcano_api::batch::job_phase;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::keys;
+use volcano_api::scheduling::phase as pg_phase;
+use volcano_controllers::change::Change;
+use volcano_controllers::time::Instant;
+use volcano_controllers::view::{owning_job, pod_group_queue};
+
+use super::kubelet::{is_terminal, phase};
+use super::plan::{Plan, Submission, group_name};
+use crate::metrics::JobRecord;
+
+type Key = (String, String);
+
+fn key_of(meta: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+fn seconds(t: Instant) -> f64 {
+    t.0.as_secs_f64()
+}
+
+/// What a record follows.
+#[derive(Debug, Clone)]
+enum Kind {
+    /// A Volcano Job: its phase says when it is over.
+    Job,
+    /// Bare pods: over when every one has ended or is gone. The last one's submission time.
+    Bare {
+        members: Vec<Key>,
+        last_submitted: Duration,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Rec {
+    record: JobRecord,
+    kind: Kind,
+    submitted: Duration,
+}
+
+/// The records of a run, kept current from what the kubelets, controllers and sessions do.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    recs: Vec<Rec>,
+    jobs: HashMap<Key, usize>,
+    groups: HashMap<Key, usize>,
+    lone: HashMap<Key, usize>,
+    members: HashMap<Key, usize>,
+    /// Bare records to look at again: a member ended or went away.
+    to_check: BTreeSet<usize>,
+    unfinished: usize,
+}
+
+impl Records {
+    /// One record per job the plan will submit, in submission order (the plan's submissions
+    /// are in time order and everything initial is submitted at zero).
+    pub fn new(plan: &Plan, scheduler_names: &[String]) -> Self {
+        let mut r = Records::default();
+        let ours = |p: &Pod| {
+            let name = p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref());
+            let name = name.unwrap_or("default-scheduler");
+            if scheduler_names.is_empty() {
+                name == keys::DEFAULT_SCHEDULER_NAME
+            } else {
+                scheduler_names.iter().any(|n| n == name)
+            }
+        };
+        let initial = &plan.initial;
+        let later = plan.submissions.iter();
+        let all = initial
+            .jobs
+            .iter()
+            .map(|j| (Duration::ZERO, Item::Job(j)))
+            .chain(
+                initial
+                    .pod_groups
+                    .iter()
+                    .map(|g| (Duration::ZERO, Item::Group(g))),
+            )
+            .chain(initial.pods.iter().map(|p| (Duration::ZERO, Item::Pod(p))))
+            .chain(later.filter_map(|(t, s)| {
+                Some((
+                    *t,
+                    match s {
+                        Submission::Job(j) => Item::Job(j),
+                        Submission::PodGroup(g) => Item::Group(g),
+                        Submission::Pod(p) => Item::Pod(p),
+                        _ => return None,
+                    },
+                ))
+            }));
+        for (t, item) in all {
+            match item {
+                Item::Job(j) => {
+                    let pods = j.spec.tasks.iter().map(|t| t.replicas.max(0)).sum::<i32>();
+                    let queue = if j.spec.queue.is_empty() {
+                        keys::DEFAULT_QUEUE.to_string()
+                    } else {
+                        j.spec.queue.clone()
+                    };
+                    let i = r.push(key_of(&j.metadata), queue, pods, t, Kind::Job);
+                    r.jobs.insert(key_of(&j.metadata), i);
+                }
+                Item::Group(g) => {
+                    let owned = g.metadata.owner_references.iter().flatten();
+                    if owned.clone().any(|o| o.kind == "Job") {
+                        continue;
+                    }
+                    let bare = Kind::Bare {
+                        members: Vec::new(),
+                        last_submitted: t,
+                    };
+                    let i = r.push(
+                        key_of(&g.metadata),
+                        pod_group_queue(g).to_string(),
+                        0,
+                        t,
+                        bare,
+                    );
+                    r.groups.insert(key_of(&g.metadata), i);
+                }
+                Item::Pod(p) => {
+                    if owning_job(p).is_some() || !ours(p) {
+                        continue;
+                    }
+                    let key = key_of(&p.metadata);
+                    let i = match group_name(p) {
+                        Some(g) => match r.groups.get(&(key.0.clone(), g)) {
+                            Some(&i) => i,
+                            None => continue,
+                        },
+                        None => {
+                            let queue = p
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(keys::POD_QUEUE_NAME))
+                                .cloned()
+                                .unwrap_or_else(|| keys::DEFAULT_QUEUE.to_string());
+                            let bare = Kind::Bare {
+                                members: Vec::new(),
+                                last_submitted: t,
+                            };
+                            let i = r.push(key.clone(), queue, 0, t, bare);
+                            r.lone.insert(key.clone(), i);
+                            i
+                        }
+                    };
+                    r.members.insert(key.clone(), i);
+                    let rec = &mut r.recs[i];
+                    rec.record.pods += 1;
+                    if let Kind::Bare {
+                        members,
+                        last_submitted,
+                    } = &mut rec.kind
+                    {
+                        members.push(key);
+                        *last_submitted = (*last_submitted).max(t);
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    fn push(&mut self, key: Key, queue: String, pods: i32, t: Duration, kind: Kind) -> usize {
+        self.unfinished += 1;
+        self.recs.push(Rec {
+            record: JobRecord {
+                name: format!("{}/{}", key.0, key.1),
+                queue,
+                pods: u32::try_from(pods).unwrap_or(0),
+                submitted_s: t.as_secs_f64(),
+                phase: job_phase::PENDING.to_string(),
+                ..Default::default()
+            },
+            kind,
+            submitted: t,
+        });
+        self.recs.len() - 1
+    }
+
+    /// How many records.
+    pub fn count(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// The queue of record `i`.
+    pub fn queue(&self, i: usize) -> &str {
+        &self.recs[i].record.queue
+    }
+
+    /// How many have not finished.
+    pub fn unfinished(&self) -> usize {
+        self.unfinished
+    }
+
+    /// The record a pod counts for.
+    pub fn record_of(&self, pod: &Pod) -> Option<usize> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        if let Some(job) = owning_job(pod) {
+            return self.jobs.get(&(ns, job.to_string())).copied();
+        }
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if let Some(&i) = self.lone.get(&(ns.clone(), name)) {
+            return Some(i);
+        }
+        group_name(pod).and_then(|g| self.groups.get(&(ns, g)).copied())
+    }
+
+    /// A pod changed (`new` none: it is gone): a first run starts its job's clock; an end or
+    /// a disappearance may finish a job of bare pods.
+    pub fn pod_changed(&mut self, old: Option<&Pod>, new: Option<&Pod>, now: Instant) {
+        let Some(i) = new.or(old).and_then(|p| self.record_of(p)) else {
+            return;
+        };
+        let rec = &mut self.recs[i];
+        match new {
+            Some(p) if phase(p) == "Running" => {
+                if rec.record.started_s.is_none() {
+                    rec.record.started_s = Some(seconds(now));
+                }
+            }
+            Some(p) if !is_terminal(p) => {}
+            _ => {
+                if matches!(rec.kind, Kind::Bare { .. }) {
+                    self.to_check.insert(i);
+                }
+            }
+        }
+    }
+
+    /// A pod went away without a watch event this side saw (a session evicted it).
+    pub fn pod_gone(&mut self, namespace: &str, name: &str) {
+        if let Some(&i) = self.members.get(&(namespace.to_string(), name.to_string())) {
+            self.to_check.insert(i);
+        }
+    }
+
+    /// A change the controllers made: a Job's phase, or its deletion.
+    pub fn controller_change(&mut self, c: &Change, now: Instant) {
+        match c {
+            Change::UpdateJobStatus {
+                namespace,
+                name,
+                status,
+            } => {
+                let phase = &status.state.phase;
+                if let Some(&i) = self.jobs.get(&(namespace.clone(), name.clone()))
+                    && !phase.is_empty()
+                {
+                    let over = job_phase::is_finished(phase) || phase == job_phase::ABORTED;
+                    self.set_phase(i, phase, over.then_some(now));
+                }
+            }
+            Change::DeleteJob { namespace, name } => {
+                if let Some(&i) = self.jobs.get(&(namespace.clone(), name.clone())) {
+                    let phase = self.recs[i].record.phase.clone();
+                    self.set_phase(i, &phase, Some(now));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn set_phase(&mut self, i: usize, phase: &str, finished: Option<Instant>) {
+        let rec = &mut self.recs[i];
+        rec.record.phase = phase.to_string();
+        if let Some(t) = finished
+            && rec.record.finished_s.is_none()
+        {
+            rec.record.finished_s = Some(seconds(t));
+            self.unfinished = self.unfinished.saturating_sub(1);
+        }
+    }
+
+    /// Finishes the bare jobs whose pods have all ended or gone, once all were submitted.
+    pub fn check_bare(&mut self, objects: &Objects, now: Instant) {
+        for i in std::mem::take(&mut self.to_check) {
+            if let Some(phase) = self.bare_outcome(i, objects, now) {
+                self.set_phase(i, phase, Some(now));
+            }
+        }
+    }
+
+    /// A bare job's final phase, if it is over: Completed when every pod succeeded, else
+    /// Failed (a pod failed, was lost or was evicted).
+    fn bare_outcome(&self, i: usize, objects: &Objects, now: Instant) -> Option<&'static str> {
+        let rec = &self.recs[i];
+        let Kind::Bare {
+            members,
+            last_submitted,
+        } = &rec.kind
+        else {
+            return None;
+        };
+        if rec.record.finished_s.is_some() || now.0 < *last_submitted {
+            return None;
+        }
+        let mut all_succeeded = true;
+        for (ns, name) in members {
+            let pod = objects.pods.iter().find(|p| {
+                p.metadata.namespace.as_deref() == Some(ns.as_str())
+                    && p.metadata.name.as_deref() == Some(name.as_str())
+            });
+            match pod {
+                Some(p) if !is_terminal(p) => return None,
+                Some(p) if phase(p) == "Succeeded" => {}
+                _ => all_succeeded = false,
+            }
+        }
+        Some(if all_succeeded {
+            pg_phase::COMPLETED
+        } else {
+            job_phase::FAILED
+        })
+    }
+
+    /// Indexes of the records submitted by `t` and not finished.
+    pub fn open_at(&self, t: Instant) -> impl Iterator<Item = usize> + '_ {
+        self.recs
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.submitted <= t.0 && r.record.finished_s.is_none())
+            .map(|(i, _)| i)
+    }
+
+    /// The records, with final phases read from the objects for jobs still going.
+    pub fn finish(self, objects: &Objects, running: &[u32]) -> Vec<JobRecord> {
+        let mut out = Vec::with_capacity(self.recs.len());
+        for (i, rec) in self.recs.into_iter().enumerate() {
+            let mut r = rec.record;
+            if r.finished_s.is_none() {
+                match rec.kind {
+                    Kind::Job => {
+                        let (ns, name) = r.name.split_once('/').unwrap_or_default();
+                        let found = objects.jobs.iter().find(|j| {
+                            j.metadata.namespace.as_deref() == Some(ns)
+                                && j.metadata.name.as_deref() == Some(name)
+                        });
+                        if let Some(p) = found
+                            .and_then(|j| j.status.as_ref())
+                            .map(|s| s.state.phase.clone())
+                            .filter(|p| !p.is_empty())
+                        {
+                            r.phase = p;
+                        }
+                    }
+                    Kind::Bare { .. } => {
+                        let running = running.get(i).copied().unwrap_or(0) > 0;
+                        r.phase = if running {
+                            pg_phase::RUNNING
+                        } else {
+                            pg_phase::PENDING
+                        }
+                        .to_string();
+                    }
+                }
+            }
+            r.wait_s = r.started_s.map(|s| s - r.submitted_s);
+            r.completion_s = r.finished_s.map(|f| f - r.submitted_s);
+            out.push(r);
+        }
+        out
+    }
+}
+
+enum Item<'a> {
+    Job(&'a volcano_api::batch::Job),
+    Group(&'a volcano_api::scheduling::PodGroup),
+    Pod(&'a Pod),
+}
