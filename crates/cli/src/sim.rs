@@ -53,7 +53,8 @@ pub struct SimArgs {
     /// Also write an HTML report of the run to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Generate the workload from this specification instead of reading -f.
+    /// Generate the workload from this specification instead of reading -f
+    /// (`--generate help` lists the keys).
     #[arg(long)]
     pub generate: Option<String>,
     /// Report every session latency as 0, so the output depends on the input alone.
@@ -74,6 +75,10 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
 
 /// Runs the simulation.
 pub fn run(args: &SimArgs) -> Result<(), Failure> {
+    if args.generate.as_deref() == Some("help") {
+        print!("{}", generate::HELP);
+        return Ok(());
+    }
     let (mut scenario, title) = workload(args)?;
     admit_jobs(&mut scenario)?;
     for warning in queue_warnings(&scenario.objects) {
