@@ -57,9 +57,21 @@ pub struct SimArgs {
     /// (`--generate help` lists the keys).
     #[arg(long)]
     pub generate: Option<String>,
-    /// Report every session latency as 0, so the output depends on the input alone.
+    /// Put the wall-clock session latencies in the JSON too. Without it they are 0 there, so
+    /// the JSON depends on the input alone (the text summary and the report always have them).
     #[arg(long)]
-    pub no_timings: bool,
+    pub timings: bool,
+}
+
+/// The metrics with every wall-clock figure (session latency) set to 0, their count kept.
+fn without_timings(m: &volcano_sim::metrics::SimMetrics) -> volcano_sim::metrics::SimMetrics {
+    let mut m = m.clone();
+    m.session_ms.iter_mut().for_each(|v| *v = 0.0);
+    m.summary.session_ms = volcano_sim::metrics::Stats {
+        count: m.summary.session_ms.count,
+        ..Default::default()
+    };
+    m
 }
 
 fn any_duration(text: &str) -> Result<Duration, String> {
@@ -91,7 +103,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         until: args.until,
         max_time: args.max_time,
         sample_every: args.sample_every,
-        timings: !args.no_timings,
+        timings: true,
     };
     let controllers = ManagerOptions {
         retry: RetryPolicy::default(),
@@ -119,9 +131,11 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         write_report(path, &metrics, &title)?;
     }
     let text = match args.output {
-        Format::Json => {
+        Format::Json if args.timings => {
             serde_json::to_string_pretty(&metrics).map_err(|e| Failure::Internal(e.into()))?
         }
+        Format::Json => serde_json::to_string_pretty(&without_timings(&metrics))
+            .map_err(|e| Failure::Internal(e.into()))?,
         Format::Text => sim_output::text(&metrics),
     };
     let mut out = std::io::stdout().lock();
