@@ -160,3 +160,20 @@ pub fn text(run: &Run) -> String {
     }
     s.trim_end().to_string()
 }
+
+/// Writes `text` and a newline to stdout. A reader that stopped early (`| head`) is not an
+/// error worth reporting.
+pub fn print(text: &str) -> Result<(), crate::Failure> {
+    use anyhow::Context;
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other
+            .context("writing the result to stdout")
+            .map_err(crate::Failure::Internal),
+    }
+}

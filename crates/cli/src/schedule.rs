@@ -1,9 +1,7 @@
 //! `volcano schedule`: load, pick the configuration, run sessions with frozen time, print.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
 use volcano_api::scenario::{LoadError, ObjectKey, load_paths, queue_warnings};
 use volcano_api::{Scenario, keys};
 use volcano_controllers::admission;
@@ -47,17 +45,7 @@ pub fn run(args: &ScheduleArgs) -> Result<(), Failure> {
         Format::Json => output::json(&run).map_err(|e| Failure::Internal(e.into()))?,
         Format::Text => output::text(&run),
     };
-    let mut out = std::io::stdout().lock();
-    match out
-        .write_all(text.as_bytes())
-        .and_then(|_| out.write_all(b"\n"))
-    {
-        // A reader that stopped early (`| head`) is not an error worth reporting.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other
-            .context("writing the result to stdout")
-            .map_err(Failure::Internal),
-    }
+    output::print(&text)
 }
 
 /// Runs Volcano's Job admission (defaults, then validation) on every Job of the scenario, as

@@ -1,11 +1,9 @@
 //! `volcano sim`: a scenario (or a generated workload) over virtual time: load, check, run the
 //! simulation, print its figures, write the report.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use volcano_api::Scenario;
 use volcano_api::scenario::{LoadError, load_paths, queue_warnings};
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
@@ -17,7 +15,7 @@ use volcano_sim::simulate::{self, SimOptions, duration};
 
 use crate::schedule::{admit_jobs, configuration};
 use crate::sim_output::{self, ProgressBar};
-use crate::{Failure, Format};
+use crate::{Failure, Format, output};
 
 /// Flags of `volcano sim`.
 #[derive(clap::Args, Debug)]
@@ -138,17 +136,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Internal(e.into()))?,
         Format::Text => sim_output::text(&metrics),
     };
-    let mut out = std::io::stdout().lock();
-    match out
-        .write_all(text.as_bytes())
-        .and_then(|_| out.write_all(b"\n"))
-    {
-        // A reader that stopped early (`| head`) is not an error worth reporting.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other
-            .context("writing the result to stdout")
-            .map_err(Failure::Internal),
-    }
+    output::print(&text)
 }
 
 /// The scenario to run and a title for the report: the files, or a generated workload.

@@ -318,12 +318,11 @@ impl NodeGpus {
     }
 
     /// Devices that can take one part of `req` now, in index order.
-    pub fn fitting(&self, req: &GpuRequest) -> impl Iterator<Item = usize> + '_ {
-        let req = req.clone();
+    pub fn fitting<'a>(&'a self, req: &'a GpuRequest) -> impl Iterator<Item = usize> + 'a {
         self.devices
             .iter()
             .enumerate()
-            .filter(move |(_, d)| d.fits(&req))
+            .filter(move |(_, d)| d.fits(req))
             .map(|(i, _)| i)
     }
 
@@ -344,13 +343,7 @@ impl NodeGpus {
     /// left that still fits (lowest index on ties); for whole devices, the lowest-index free
     /// ones. `None` when it does not fit.
     pub fn best_fit(&self, req: &GpuRequest) -> Option<Vec<u8>> {
-        let mut fit: Vec<usize> = self
-            .devices
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.fits(req))
-            .map(|(i, _)| i)
-            .collect();
+        let mut fit: Vec<usize> = self.fitting(req).collect();
         if fit.len() < req.count as usize {
             return None;
         }

@@ -32,18 +32,6 @@ struct TaskKind {
 /// The fgd plugin.
 pub struct Fgd {
     weight: f64,
-    /// Whether scores keep their fraction (volcano-rs's variant) rather than being truncated
-    /// to whole numbers as in the paper; see `fgd.exact`.
-    exact: bool,
-    /// Whether equal scores are told apart by the GPU share the node has left afterwards,
-    /// fuller first (volcano-rs's variant); see `fgd.packTies`.
-    pack_ties: bool,
-    /// Whether a share goes to the device that grows fragmentation least, exactly, among
-    /// those the rounded score ties (volcano-rs's variant); see `fgd.exactDevice`.
-    exact_device: bool,
-    /// GPU thousandths of fragmentation change that move the sigmoid by one unit (the paper's
-    /// 1000); see `fgd.scale`.
-    scale: f64,
     /// Weight of the CPU-balance tie-break (0 = off); see `fgd.cpuBalance`.
     balance: f64,
     /// The typical workload's CPU per GPU thousandth, milli-CPU: what a node's free GPU share
@@ -71,8 +59,7 @@ struct NodeState {
 }
 
 impl Fgd {
-    /// Reads `fgd.weight` (default 1), `fgd.popularity` (default 95), `fgd.exact` (default
-    /// false), the tie-break weights `fgd.cpuBalance` and `fgd.modelPressure` (default 0,
+    /// Reads `fgd.weight` (default 1), `fgd.popularity` (default 95), the tie-break weights `fgd.cpuBalance` and `fgd.modelPressure` (default 0,
     /// off) and derives the typical workload from the snapshot's tasks.
     pub fn new(args: &Arguments, s: &Snapshot) -> Self {
         let popularity = args.f64_or("fgd.popularity", 95.0).clamp(0.0, 100.0);
@@ -119,20 +106,8 @@ impl Fgd {
         }
         let mut gpu_kinds = Vec::new();
         let mut cpu_only_weight = 0.0;
-        let by_gpu = args.bool_or("fgd.gpuWeighted", false);
-        let mass = |share: u32, count: u32, n: u64| {
-            if by_gpu {
-                n as f64 * f64::from(share.max(1)) * f64::from(count.max(1))
-            } else {
-                n as f64
-            }
-        };
-        let total_mass: f64 = kept
-            .iter()
-            .map(|((_, share, count, _), n)| mass(*share, *count, *n))
-            .sum();
         for ((cpu, share, count, spec), n) in kept {
-            let weight = mass(share, count, n) / total_mass.max(1.0);
+            let weight = n as f64 / covered.max(1) as f64;
             if count == 0 {
                 cpu_only_weight += weight;
                 continue;
@@ -170,10 +145,6 @@ impl Fgd {
             },
             pressure_weight: args.f64_or("fgd.modelPressure", 0.0).max(0.0),
             pressure,
-            exact: args.bool_or("fgd.exact", false),
-            pack_ties: args.bool_or("fgd.cpuTies", false),
-            exact_device: args.bool_or("fgd.exactDevice", false),
-            scale: args.f64_or("fgd.scale", 1000.0).max(1.0),
             gpu_kinds,
             cpu_only_weight,
             models,
@@ -228,20 +199,10 @@ impl Fgd {
         f
     }
 
-    fn to_score(&self, delta: f64) -> f64 {
-        let raw = 100.0 / (1.0 + (-delta / self.scale).exp());
-        if self.exact { raw } else { raw.trunc() }
-    }
-
-    /// With `fgd.cpuTies`, a fraction of a point that sends a CPU-only pod, among nodes the
-    /// score ties, to the one with the least GPU share left: its CPU then strands no GPU
-    /// that GPU pods could still use.
-    fn cpu_tie_break(&self, after: &NodeState) -> f64 {
-        if !self.pack_ties {
-            return 0.0;
-        }
-        let left: u32 = after.free.iter().sum();
-        0.9 * (1.0 - f64::from(left.min(PACK_SCALE)) / f64::from(PACK_SCALE))
+    /// The paper's score: the fragmentation drop through a sigmoid, truncated to a whole
+    /// number (the ties that leaves are part of the method: node rank breaks them).
+    fn to_score(delta: f64) -> f64 {
+        (100.0 / (1.0 + (-delta / SIGMOID_SCALE).exp())).trunc()
     }
 
     /// GPU thousandths of the node's free share that its CPU left cannot serve, at the
@@ -285,12 +246,13 @@ impl Fgd {
         let mut after = st.clone();
         after.cpu_left -= cpu;
         let Some(req) = req else {
-            let score = self.to_score(before - self.fragmentation(&after));
-            return Some((score + self.cpu_tie_break(&after), Vec::new()));
+            return Some((
+                Self::to_score(before - self.fragmentation(&after)),
+                Vec::new(),
+            ));
         };
         if req.is_share() && req.count == 1 {
             let mut best: Option<(f64, Vec<u8>)> = None;
-            let mut best_key: Option<(f64, f64)> = None;
             let mut tried: Vec<u32> = Vec::new();
             for (i, &r) in st.free.iter().enumerate() {
                 // Devices with the same free share give the same fragmentation.
@@ -299,12 +261,9 @@ impl Fgd {
                 }
                 tried.push(r);
                 after.free[i] = r - req.cores;
-                let delta = before - self.fragmentation(&after);
-                let score = self.to_score(delta);
+                let score = Self::to_score(before - self.fragmentation(&after));
                 after.free[i] = r;
-                let key = (score, if self.exact_device { delta } else { 0.0 });
-                if best_key.is_none_or(|b: (f64, f64)| key > b) {
-                    best_key = Some(key);
+                if best.as_ref().is_none_or(|(b, _)| score > *b) {
                     best = Some((score, vec![u8::try_from(i).unwrap_or(u8::MAX)]));
                 }
             }
@@ -325,7 +284,7 @@ impl Fgd {
             .into_iter()
             .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
             .collect();
-        Some((self.to_score(before - self.fragmentation(&after)), ids))
+        Some((Self::to_score(before - self.fragmentation(&after)), ids))
     }
 }
 
@@ -361,9 +320,9 @@ fn model_pressure(kinds: &[TaskKind], gpus_per_model: &[f64]) -> Vec<f64> {
     pressure
 }
 
-/// GPU thousandths of the largest node the tie-break expects (8 whole GPUs); larger nodes
-/// only compress the tie-break's range.
-const PACK_SCALE: u32 = 8 * 1000;
+/// GPU thousandths of fragmentation change that move the score's sigmoid by one unit (the
+/// paper's constant).
+const SIGMOID_SCALE: f64 = 1000.0;
 
 /// The model a node's GPUs are, upper-cased (its first device's).
 fn node_model(g: &NodeGpus) -> String {
@@ -399,12 +358,9 @@ impl Plugin for Fgd {
                 Some(v) => *v,
                 None => {
                     let gpu = req.map_or(0, |g| g.cores.saturating_mul(g.count));
-                    // With `fgd.cpuTies` on too, this tie-break only orders its ties, so
-                    // the fractions together stay under one point.
-                    let room = if self.pack_ties { 0.1 } else { 1.0 };
                     let v = self
                         .best(&st, req, cpu)
-                        .map_or(0.0, |(v, _)| v + room * self.tie_break(&st, gpu, cpu));
+                        .map_or(0.0, |(v, _)| v + self.tie_break(&st, gpu, cpu));
                     seen.insert(st, v);
                     v
                 }
@@ -444,10 +400,6 @@ mod tests {
         }];
         Fgd {
             weight: 1.0,
-            exact: false,
-            pack_ties: false,
-            exact_device: false,
-            scale: 1000.0,
             balance,
             cpu_per_gpu: cpu as f64 / 1000.0,
             pressure_weight,
