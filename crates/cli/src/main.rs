@@ -4,10 +4,14 @@
 //! document, object and field), 1 for an internal error.
 
 mod alloc_vs_load;
+mod crds;
 mod output;
+mod runtime;
 mod schedule;
 mod sim;
 mod sim_output;
+mod up;
+mod vcctl;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -31,6 +35,21 @@ enum Command {
     Schedule(ScheduleArgs),
     /// Simulate a workload over virtual time: the controllers, kubelets and scheduling sessions.
     Sim(Box<SimCommand>),
+    /// Run the scheduler against a Kubernetes API server.
+    Scheduler(Box<runtime::SchedulerArgs>),
+    /// Run the controllers (Jobs, PodGroups, Queues, Commands) against a Kubernetes API server.
+    ControllerManager(Box<runtime::ControllerManagerArgs>),
+    /// Print the CustomResourceDefinitions of Volcano's kinds, as YAML.
+    Crds(crds::CrdsArgs),
+    /// Volcano Jobs on a cluster: run, list, view, suspend, resume, delete (as vcctl).
+    #[command(subcommand)]
+    Job(vcctl::JobCommand),
+    /// Queues on a cluster: create, list, get, operate, delete (as vcctl).
+    #[command(subcommand)]
+    Queue(vcctl::QueueCommand),
+    /// A local control plane in one process: API server, simulated nodes, scheduler and
+    /// controllers; writes a kubeconfig for kubectl.
+    Up(Box<up::UpArgs>),
 }
 
 /// `volcano sim`: a run of a scenario or a generated workload, or one of its experiments.
@@ -101,6 +120,12 @@ fn main() -> ExitCode {
             Some(SimExperiment::AllocVsLoad(args)) => alloc_vs_load::run(&args),
             None => sim::run(&cmd.run),
         },
+        Command::Scheduler(args) => runtime::run_scheduler(&args),
+        Command::ControllerManager(args) => runtime::run_controller_manager(&args),
+        Command::Crds(args) => crds::run(&args),
+        Command::Job(cmd) => vcctl::run_job(cmd),
+        Command::Queue(cmd) => vcctl::run_queue(cmd),
+        Command::Up(args) => up::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
