@@ -69,7 +69,7 @@ impl fmt::Debug for SshKeyPair {
 }
 
 /// Where the `ssh` plugin gets a fresh key pair for a job that brings none.
-pub trait SshKeySource {
+pub trait SshKeySource: Send {
     /// A key pair for `job`; called once per job, when its Secret is first made.
     fn key_pair(&self, job: &Job) -> Result<SshKeyPair, PluginError>;
 }

@@ -1,0 +1,93 @@
+use kube::runtime::watcher::Event;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::*;
+
+fn pod(name: &str, rv: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn key(name: &str) -> Key {
+    ("ns".into(), name.into())
+}
+
+#[test]
+fn a_watch_event_older_than_the_cache_changes_nothing() {
+    let mut c = ClusterCache::default();
+    assert_eq!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).len(), 1);
+    assert!(c.apply(Update::Pod(Event::Apply(pod("a", "4")))).is_empty());
+    assert!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).is_empty());
+    let changed = c.apply(Update::Pod(Event::Apply(pod("a", "6"))));
+    assert!(matches!(&changed[..], [Changed::Pod(Some(_), Some(_))]));
+}
+
+#[test]
+fn a_relist_drops_what_went_away_while_the_watch_was_down() {
+    let mut c = ClusterCache::default();
+    for n in ["a", "b", "c"] {
+        c.apply(Update::Pod(Event::Apply(pod(n, "1"))));
+    }
+    c.apply(Update::Pod(Event::Init));
+    c.apply(Update::Pod(Event::InitApply(pod("a", "1"))));
+    c.apply(Update::Pod(Event::InitApply(pod("c", "2"))));
+    let gone = c.apply(Update::Pod(Event::InitDone));
+    assert_eq!(gone.len(), 1);
+    assert!(
+        matches!(&gone[0], Changed::Pod(Some(p), None) if p.metadata.name.as_deref() == Some("b"))
+    );
+    assert!(c.pod(&key("a")).is_some());
+    assert!(c.pod(&key("b")).is_none());
+    assert_eq!(
+        c.pod(&key("c"))
+            .and_then(|p| p.metadata.resource_version.clone())
+            .as_deref(),
+        Some("2")
+    );
+    assert!(c.synced(&[Kind::Pod]));
+    assert!(!c.synced(&[Kind::Pod, Kind::Node]));
+}
+
+#[test]
+fn deletes_keep_the_index_right_for_the_object_moved_into_the_hole() {
+    let mut c = ClusterCache::default();
+    for n in ["a", "b", "c"] {
+        c.apply(Update::Pod(Event::Apply(pod(n, "1"))));
+    }
+    c.apply(Update::Pod(Event::Delete(pod("a", "2"))));
+    assert_eq!(c.objects().pods.len(), 2);
+    let changed = c.apply(Update::Pod(Event::Apply(pod("c", "3"))));
+    assert_eq!(changed.len(), 1);
+    assert_eq!(c.objects().pods.len(), 2);
+    assert!(
+        c.apply(Update::Pod(Event::Delete(pod("zz", "3"))))
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_assumed_write_is_replaced_by_its_watch_event() {
+    let mut c = ClusterCache::default();
+    c.apply(Update::Pod(Event::Apply(pod("a", "1"))));
+    c.assume_pod(&key("a"), |p| {
+        p.spec.get_or_insert_with(Default::default).node_name = Some("n1".into());
+    });
+    assert_eq!(
+        c.pod(&key("a"))
+            .and_then(|p| p.spec.as_ref()?.node_name.clone())
+            .as_deref(),
+        Some("n1")
+    );
+    let mut bound = pod("a", "2");
+    bound.spec = Some(Default::default());
+    bound.spec.as_mut().unwrap().node_name = Some("n1".into());
+    assert_eq!(c.apply(Update::Pod(Event::Apply(bound))).len(), 1);
+}

@@ -1,0 +1,315 @@
+//! A controller's [`Change`], written to the API server as a patch of the fields it owns.
+//! Creating what exists and deleting what is gone succeed: the controllers ask for a state,
+//! and that state holds.
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::watcher;
+use kube::{Client, Error as KubeError, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use volcano_api::batch::Job;
+use volcano_api::bus::Command;
+use volcano_api::k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service,
+};
+use volcano_api::k8s_openapi::api::networking::v1::NetworkPolicy;
+use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_controllers::change::{Change, Owned};
+
+use crate::cache::Update;
+use crate::scheduler::writes::replace_status;
+
+/// Why a change was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    /// The API server refused it.
+    #[error("{what}: {source}")]
+    Api {
+        /// Which change.
+        what: String,
+        /// The refusal.
+        #[source]
+        source: Box<KubeError>,
+    },
+    /// It could not be encoded.
+    #[error("{what}: {source}")]
+    Encode {
+        /// Which change.
+        what: String,
+        /// The encoding error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn api_err(what: impl Into<String>, e: KubeError) -> ChangeError {
+    ChangeError::Api {
+        what: what.into(),
+        source: Box::new(e),
+    }
+}
+
+fn code(e: &KubeError) -> Option<u16> {
+    match e {
+        KubeError::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+fn ns<K: Resource<Scope = NamespaceResourceScope>>(client: &Client, namespace: &str) -> Api<K>
+where
+    K::DynamicType: Default,
+{
+    Api::namespaced(client.clone(), namespace)
+}
+
+async fn create<K>(client: &Client, obj: &K) -> Result<Option<K>, ChangeError>
+where
+    K: Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let m = obj.meta();
+    let namespace = m.namespace.clone().unwrap_or_else(|| "default".to_string());
+    let what = format!(
+        "create {} {namespace}/{}",
+        K::kind(&K::DynamicType::default()),
+        m.name.as_deref().unwrap_or_default()
+    );
+    match ns::<K>(client, &namespace)
+        .create(&PostParams::default(), obj)
+        .await
+    {
+        Ok(o) => Ok(Some(o)),
+        Err(e) if code(&e) == Some(409) => Ok(None),
+        Err(e) => Err(api_err(what, e)),
+    }
+}
+
+async fn delete<K>(api: Api<K>, what: String, name: &str) -> Result<(), ChangeError>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e) == Some(404) => Ok(()),
+        Err(e) => Err(api_err(what, e)),
+    }
+}
+
+/// A merge patch that sets each annotation, or removes it (`None`).
+fn annotations_patch(
+    annotations: &std::collections::BTreeMap<String, Option<String>>,
+) -> serde_json::Value {
+    json!({"metadata": {"annotations": annotations}})
+}
+
+/// Writes `change`; returns the objects the API server gave back, as watch updates for the
+/// cache (a delete gives nothing: its watch event follows).
+pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, ChangeError> {
+    let pp = PatchParams::default();
+    let applied = |u: Update| Ok(vec![u]);
+    match change {
+        Change::CreatePod(pod) => match create::<Pod>(client, pod).await? {
+            Some(p) => applied(Update::Pod(watcher::Event::Apply(p))),
+            None => Ok(Vec::new()),
+        },
+        Change::PatchPodAnnotations {
+            namespace,
+            name,
+            annotations,
+        } => {
+            let what = format!("annotate Pod {namespace}/{name}");
+            let p = ns::<Pod>(client, namespace)
+                .patch(name, &pp, &Patch::Merge(annotations_patch(annotations)))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::Pod(watcher::Event::Apply(p)))
+        }
+        Change::DeletePod { namespace, name } => {
+            delete(
+                ns::<Pod>(client, namespace),
+                format!("delete Pod {namespace}/{name}"),
+                name,
+            )
+            .await?;
+            Ok(Vec::new())
+        }
+        Change::CreatePodGroup(pg) => match create::<PodGroup>(client, pg).await? {
+            Some(p) => applied(Update::PodGroup(watcher::Event::Apply(p))),
+            None => Ok(Vec::new()),
+        },
+        Change::UpdatePodGroupSpec {
+            namespace,
+            name,
+            spec,
+        } => {
+            let what = format!("update PodGroup {namespace}/{name} spec");
+            let patch: json_patch::Patch =
+                serde_json::from_value(json!([{"op": "add", "path": "/spec", "value": spec}]))
+                    .map_err(|e| ChangeError::Encode {
+                        what: what.clone(),
+                        source: e,
+                    })?;
+            let p = ns::<PodGroup>(client, namespace)
+                .patch(name, &pp, &Patch::Json::<()>(patch))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::PodGroup(watcher::Event::Apply(p)))
+        }
+        Change::DeletePodGroup { namespace, name } => {
+            delete(
+                ns::<PodGroup>(client, namespace),
+                format!("delete PodGroup {namespace}/{name}"),
+                name,
+            )
+            .await?;
+            Ok(Vec::new())
+        }
+        Change::UpdateJobStatus {
+            namespace,
+            name,
+            status,
+        } => {
+            let what = format!("update Job {namespace}/{name} status");
+            let patch = replace_status(status).map_err(|e| ChangeError::Encode {
+                what: what.clone(),
+                source: e,
+            })?;
+            let j = ns::<Job>(client, namespace)
+                .patch_status(name, &pp, &Patch::Json::<()>(patch))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::Job(watcher::Event::Apply(j)))
+        }
+        Change::DeleteJob { namespace, name } => {
+            delete(
+                ns::<Job>(client, namespace),
+                format!("delete Job {namespace}/{name}"),
+                name,
+            )
+            .await?;
+            Ok(Vec::new())
+        }
+        Change::PatchQueueState { name, state } => {
+            let what = format!("set Queue {name} state");
+            let q = Api::<Queue>::all(client.clone())
+                .patch_status(
+                    name,
+                    &pp,
+                    &Patch::Merge(json!({"status": {"state": state}})),
+                )
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::Queue(watcher::Event::Apply(q)))
+        }
+        Change::PatchQueueParent { name, parent } => {
+            let what = format!("set Queue {name} parent");
+            let q = Api::<Queue>::all(client.clone())
+                .patch(
+                    name,
+                    &pp,
+                    &Patch::Merge(json!({"spec": {"parent": parent}})),
+                )
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::Queue(watcher::Event::Apply(q)))
+        }
+        Change::PatchQueueAnnotations { name, annotations } => {
+            let what = format!("annotate Queue {name}");
+            let q = Api::<Queue>::all(client.clone())
+                .patch(name, &pp, &Patch::Merge(annotations_patch(annotations)))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::Queue(watcher::Event::Apply(q)))
+        }
+        Change::DeleteCommand { namespace, name } => {
+            delete(
+                ns::<Command>(client, namespace),
+                format!("delete Command {namespace}/{name}"),
+                name,
+            )
+            .await?;
+            Ok(Vec::new())
+        }
+        Change::Create(owned) => {
+            match owned.as_ref() {
+                Owned::Service(o) => create(client, o).await.map(|_| ())?,
+                Owned::ConfigMap(o) => create(client, o).await.map(|_| ())?,
+                Owned::Secret(o) => create(client, o).await.map(|_| ())?,
+                Owned::NetworkPolicy(o) => create(client, o).await.map(|_| ())?,
+                Owned::PersistentVolumeClaim(o) => create(client, o).await.map(|_| ())?,
+            }
+            Ok(Vec::new())
+        }
+        Change::Update(owned) => {
+            match owned.as_ref() {
+                Owned::Service(o) => update(client, o).await?,
+                Owned::ConfigMap(o) => update(client, o).await?,
+                Owned::Secret(o) => update(client, o).await?,
+                Owned::NetworkPolicy(o) => update(client, o).await?,
+                Owned::PersistentVolumeClaim(o) => update(client, o).await?,
+            }
+            Ok(Vec::new())
+        }
+        Change::Delete {
+            kind,
+            namespace,
+            name,
+        } => {
+            let what = format!("delete {kind} {namespace}/{name}");
+            match *kind {
+                "Service" => delete(ns::<Service>(client, namespace), what, name).await?,
+                "ConfigMap" => delete(ns::<ConfigMap>(client, namespace), what, name).await?,
+                "Secret" => delete(ns::<Secret>(client, namespace), what, name).await?,
+                "NetworkPolicy" => {
+                    delete(ns::<NetworkPolicy>(client, namespace), what, name).await?
+                }
+                "PersistentVolumeClaim" => {
+                    delete(ns::<PersistentVolumeClaim>(client, namespace), what, name).await?
+                }
+                _ => tracing::warn!(kind, "no API for deleting this kind; skipped"),
+            }
+            Ok(Vec::new())
+        }
+        // Events go to the event sink, not through here.
+        Change::Event(_) => Ok(Vec::new()),
+    }
+}
+
+/// Replaces an owned object's content with a merge patch (no resourceVersion: the controller
+/// is its only writer).
+async fn update<K>(client: &Client, obj: &K) -> Result<(), ChangeError>
+where
+    K: Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let m = obj.meta();
+    let namespace = m.namespace.clone().unwrap_or_else(|| "default".to_string());
+    let name = m.name.clone().unwrap_or_default();
+    let what = format!(
+        "update {} {namespace}/{name}",
+        K::kind(&K::DynamicType::default())
+    );
+    let mut body = serde_json::to_value(obj).map_err(|e| ChangeError::Encode {
+        what: what.clone(),
+        source: e,
+    })?;
+    if let Some(meta) = body.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("resourceVersion");
+    }
+    ns::<K>(client, &namespace)
+        .patch(&name, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map(|_| ())
+        .map_err(|e| api_err(what, e))
+}

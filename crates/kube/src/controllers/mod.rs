@@ -1,0 +1,232 @@
+//! `volcano controller-manager`: watchers feed the cache and the controllers; while this
+//! replica leads, the controllers' work is taken turn by turn and its changes written.
+
+pub mod changes;
+
+use std::time::{Duration, SystemTime};
+
+use kube::Client;
+use tokio::sync::mpsc;
+use volcano_controllers::change::Change;
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
+use volcano_controllers::time::Instant as CtlInstant;
+use volcano_controllers::view::ClusterView;
+
+use crate::cache::{Changed, ClusterCache, Kind, Update};
+use crate::events::EventSink;
+use crate::leader::Leadership;
+use crate::metrics::{ControllerMetrics, label};
+use crate::reflect;
+use crate::serve::Readiness;
+use crate::{RuntimeError, Stop};
+
+/// The kinds the controllers read.
+pub const CONTROLLER_KINDS: [Kind; 6] = [
+    Kind::Job,
+    Kind::Pod,
+    Kind::PodGroup,
+    Kind::Queue,
+    Kind::Command,
+    Kind::PriorityClass,
+];
+
+/// Turns taken before the loop looks at new watch events again, so a burst of work never
+/// starves the watches.
+const TURNS_PER_ROUND: usize = 64;
+
+/// How long the loop sleeps when no work is due and nothing is watched.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The present, as the controllers take it.
+fn now() -> CtlInstant {
+    CtlInstant(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+/// The controllers' run.
+pub struct ControllerRuntime {
+    client: Client,
+    manager: ControllerManager,
+    cache: ClusterCache,
+    events: EventSink,
+    metrics: ControllerMetrics,
+    listed: bool,
+}
+
+impl ControllerRuntime {
+    /// Controllers writing through `client`.
+    pub fn new(
+        client: Client,
+        opts: ManagerOptions,
+        identity: &str,
+        metrics: ControllerMetrics,
+    ) -> Self {
+        let events = EventSink::start(client.clone(), "volcano-controllers", identity);
+        ControllerRuntime {
+            client,
+            manager: ControllerManager::new(opts),
+            cache: ClusterCache::default(),
+            events,
+            metrics,
+            listed: false,
+        }
+    }
+
+    fn take(&mut self, u: Update) {
+        let changed = self.cache.apply(u);
+        self.observe(&changed);
+    }
+
+    fn observe(&mut self, changed: &[Changed]) {
+        // Before the first full listing the manager starts from `relist`, not from events.
+        if !self.listed {
+            return;
+        }
+        let view = ClusterView::new(self.cache.objects());
+        for c in changed {
+            if let Some(w) = c.as_watch() {
+                self.manager.observe(w, &view);
+            }
+        }
+    }
+
+    /// Runs until `stop` fires.
+    pub async fn run(
+        mut self,
+        leader: Leadership,
+        ready: Readiness,
+        mut stop: Stop,
+    ) -> Result<(), RuntimeError> {
+        let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
+        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, &tx);
+        drop(tx);
+        loop {
+            while let Ok(u) = rx.try_recv() {
+                self.take(u);
+            }
+            if !self.listed && self.cache.synced(&CONTROLLER_KINDS) {
+                self.manager.relist(&ClusterView::new(self.cache.objects()));
+                self.listed = true;
+                ready.set_ready();
+            }
+            if self.listed && leader.is_leader() {
+                self.turns().await;
+            }
+            let wait = self
+                .manager
+                .next_due()
+                .map(|due| due.since(now()))
+                .unwrap_or(IDLE)
+                .min(IDLE);
+            tokio::select! {
+                u = rx.recv() => match u {
+                    Some(u) => self.take(u),
+                    None => break,
+                },
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => break,
+            }
+            if *stop.borrow() {
+                break;
+            }
+        }
+        for w in watchers {
+            w.abort();
+        }
+        Ok(())
+    }
+
+    /// Takes up to [`TURNS_PER_ROUND`] turns of due work.
+    async fn turns(&mut self) {
+        for _ in 0..TURNS_PER_ROUND {
+            let t = now();
+            let work = {
+                let view = ClusterView::new(self.cache.objects());
+                self.manager.next(&view, t)
+            };
+            let Some(work) = work else { break };
+            self.metrics.turns.inc();
+            let ok = self.write(&work.key, &work.changes).await;
+            self.manager.finish(&work.key, ok, now());
+        }
+        let stats = self.manager.stats();
+        for (name, n) in [
+            ("job", stats.jobs),
+            ("queue", stats.queues),
+            ("podgroup", stats.pod_groups),
+            ("command", stats.commands),
+        ] {
+            self.metrics
+                .queue_depth
+                .get_or_create(&label("controller", name))
+                .set(n as i64);
+        }
+    }
+
+    /// Writes one turn's changes in order, stopping at the first refusal (the turn is retried
+    /// with backoff); what the API server returns goes into the cache and to the controllers.
+    async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> bool {
+        for c in changes {
+            if let Change::Event(e) = c {
+                let uid = self.uid_of(&e.object);
+                self.events.send(e.clone(), uid);
+                continue;
+            }
+            match changes::apply(&self.client, c).await {
+                Ok(updates) => {
+                    self.metrics
+                        .changes
+                        .get_or_create(&label("result", "ok"))
+                        .inc();
+                    for u in updates {
+                        self.take(u);
+                    }
+                }
+                Err(e) => {
+                    self.metrics
+                        .changes
+                        .get_or_create(&label("result", "failed"))
+                        .inc();
+                    tracing::warn!(work = ?key, error = %e, "change refused; the work is retried");
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn uid_of(&self, object: &str) -> Option<String> {
+        let mut parts = object.splitn(3, '/');
+        let kind = parts.next()?;
+        let a = parts.next()?;
+        let objs = self.cache.objects();
+        let named =
+            |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+             ns: Option<&str>,
+             name: &str| {
+                m.name.as_deref() == Some(name)
+                    && ns.is_none_or(|ns| m.namespace.as_deref() == Some(ns))
+            };
+        match (kind, parts.next()) {
+            ("Job", Some(name)) => objs
+                .jobs
+                .iter()
+                .find(|j| named(&j.metadata, Some(a), name))
+                .and_then(|j| j.metadata.uid.clone()),
+            ("PodGroup", Some(name)) => objs
+                .pod_groups
+                .iter()
+                .find(|p| named(&p.metadata, Some(a), name))
+                .and_then(|p| p.metadata.uid.clone()),
+            ("Queue", None) => objs
+                .queues
+                .iter()
+                .find(|q| named(&q.metadata, None, a))
+                .and_then(|q| q.metadata.uid.clone()),
+            _ => None,
+        }
+    }
+}
