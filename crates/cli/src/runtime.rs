@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::Context;
 use kube::Client;
 use prometheus_client::registry::Registry;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_kube::controllers::ControllerRuntime;
@@ -17,6 +16,7 @@ use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics};
 use volcano_kube::scheduler::conf::ConfSource;
 use volcano_kube::scheduler::{SchedulerOptions, SchedulerRuntime};
 use volcano_kube::serve::{Readiness, serve};
+use volcano_kube::ssh_keys::OsSshKeys;
 use volcano_kube::{Stop, shutdown_signal, stop_channel};
 
 use crate::Failure;
@@ -252,6 +252,6 @@ pub fn manager_options(scheduler_names: &[String]) -> ManagerOptions {
     ManagerOptions {
         retry: RetryPolicy::default(),
         scheduler_names: scheduler_names.to_vec(),
-        ssh_keys: Box::new(PlaceholderSshKeys),
+        ssh_keys: Box::new(OsSshKeys),
     }
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod reflect;
 pub mod scheduler;
 pub mod serve;
+pub mod ssh_keys;
 
 use tokio::sync::watch;
 

@@ -6,7 +6,9 @@ pub mod changes;
 use std::time::{Duration, SystemTime};
 
 use kube::Client;
+use kube::runtime::watcher;
 use tokio::sync::mpsc;
+use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant as CtlInstant;
@@ -75,7 +77,13 @@ impl ControllerRuntime {
         }
     }
 
-    fn take(&mut self, u: Update) {
+    fn take(&mut self, mut u: Update) {
+        // Volcano fills a Job's defaults in its admission webhook. Where none ran (a cluster
+        // without one), the controllers apply the same defaults to what they read, so a Job
+        // written without `minAvailable` or task names still runs as it would under Volcano.
+        if let Update::Job(watcher::Event::Apply(j) | watcher::Event::InitApply(j)) = &mut u {
+            default_job(j);
+        }
         let changed = self.cache.apply(u);
         self.observe(&changed);
     }
