@@ -1,24 +1,112 @@
 //! The commands a Volcano user knows from `vcctl`: `volcano job ...` and `volcano queue ...`,
-//! against any API server.
+//! against any API server. Flags keep vcctl's letters, since users' scripts use them.
+
+use std::future::Future;
 
 use clap::Subcommand;
+use volcano_api::bus::BusAction;
 
 use crate::Failure;
 
+mod bus;
+mod client;
+mod describe;
+mod job;
+mod job_file;
+mod queue;
+mod resources;
+mod table;
+
 /// `volcano job`.
 #[derive(Subcommand, Debug)]
-pub enum JobCommand {}
+#[command(after_help = "\
+The API server is found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else
+~/.kube/config, else the in-cluster service account. -n is the namespace (default: default).
+
+Examples:
+  volcano job run -N train -r 4 -m 4 -R cpu=1,memory=1Gi
+  volcano job list --all-namespaces
+  volcano job view -N train
+  volcano job suspend -N train && volcano job resume -N train
+  volcano job delete -N train")]
+pub enum JobCommand {
+    /// Create a job from flags (one task of identical pods) or from a YAML file (-f).
+    Run(job::RunArgs),
+    /// List jobs: phase and pod counts.
+    List(job::ListArgs),
+    /// Describe a job: metadata, spec, status and events.
+    View(job::JobRef),
+    /// Suspend a job (AbortJob): its pods are deleted, it can be resumed.
+    Suspend(job::JobRef),
+    /// Resume a suspended job (ResumeJob).
+    Resume(job::JobRef),
+    /// Delete a job and its pods.
+    Delete(job::JobRef),
+}
 
 /// `volcano queue`.
 #[derive(Subcommand, Debug)]
-pub enum QueueCommand {}
+#[command(after_help = "\
+As in vcctl, -n is the queue's NAME (queues have no namespace). The API server is found as
+kubectl finds it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else in-cluster.
+
+Examples:
+  volcano queue create -n research -w 4
+  volcano queue list
+  volcano queue get -n research
+  volcano queue operate -n research -a close
+  volcano queue operate -n research -a update -w 8
+  volcano queue delete -n research")]
+pub enum QueueCommand {
+    /// Create a queue.
+    Create(queue::CreateArgs),
+    /// List queues with their PodGroups per phase.
+    List(queue::ListArgs),
+    /// Show one queue with its PodGroups per phase.
+    Get(queue::QueueRef),
+    /// Open or close a queue, or change its weight.
+    Operate(queue::OperateArgs),
+    /// Delete a queue.
+    Delete(queue::QueueRef),
+}
 
 /// Runs a `volcano job` command.
 pub fn run_job(cmd: JobCommand) -> Result<(), Failure> {
-    match cmd {}
+    block_on(async move {
+        match cmd {
+            JobCommand::Run(args) => job::run(&args).await,
+            JobCommand::List(args) => job::list(&args).await,
+            JobCommand::View(args) => job::view(&args).await,
+            JobCommand::Suspend(args) => job::command(&args, BusAction::AbortJob).await,
+            JobCommand::Resume(args) => job::command(&args, BusAction::ResumeJob).await,
+            JobCommand::Delete(args) => job::delete(&args).await,
+        }
+    })
 }
 
 /// Runs a `volcano queue` command.
 pub fn run_queue(cmd: QueueCommand) -> Result<(), Failure> {
-    match cmd {}
+    block_on(async move {
+        match cmd {
+            QueueCommand::Create(args) => queue::create(&args).await,
+            QueueCommand::List(args) => queue::list(&args).await,
+            QueueCommand::Get(args) => queue::get(&args).await,
+            QueueCommand::Operate(args) => queue::operate(&args).await,
+            QueueCommand::Delete(args) => queue::delete(&args).await,
+        }
+    })
+}
+
+/// One request at a time needs no thread pool: a current-thread runtime starts fastest.
+fn block_on(work: impl Future<Output = Result<(), Failure>>) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot start the async runtime: {e}")))?;
+    // kube-rs logs a failed request itself before returning the error these commands turn
+    // into one line; silenced on this thread (which runs every task of the current-thread
+    // runtime) so the user reads each failure once.
+    tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+        runtime.block_on(work)
+    })
 }
