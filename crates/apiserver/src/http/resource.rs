@@ -1,0 +1,440 @@
+//! The resource endpoints: `/api/v1/...` and `/apis/{group}/{version}/...`.
+//!
+//! Paths are parsed here rather than by the router, because Kubernetes paths are ambiguous to a
+//! pattern router (`/api/v1/namespaces/x/status` is a namespace's status,
+//! `/api/v1/namespaces/x/pods` a list of pods).
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::response::{json as json_response, ok};
+use super::table::{self, Include};
+use super::watch;
+use crate::error::{ApiError, Reason, success_status};
+use crate::kinds::{self, KindInfo};
+use crate::store::{Part, PatchType, Preconditions, Selectors, patch};
+
+/// What a resource path names.
+#[derive(Debug)]
+pub struct Target {
+    /// The kind.
+    pub kind: &'static KindInfo,
+    /// The namespace, for namespaced paths.
+    pub ns: Option<String>,
+    /// The object, if the path names one.
+    pub name: Option<String>,
+    /// The subresource (`status`, `binding`, `eviction`).
+    pub sub: Option<String>,
+}
+
+/// Parses the part of a resource path after the group-version.
+pub fn parse_target(group: &str, version: &str, rest: &str) -> Result<Target, ApiError> {
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let owned = |s: Option<&&str>| s.map(|s| s.to_string());
+    let namespaced_form = segs.len() >= 3
+        && segs[0] == "namespaces"
+        && !(segs.len() == 3 && matches!(segs[2], "status" | "finalize"));
+    let target = if namespaced_form {
+        if segs.len() > 5 {
+            return Err(ApiError::no_route());
+        }
+        let kind = kinds::lookup(group, version, segs[2]).ok_or_else(ApiError::no_route)?;
+        if !kind.namespaced {
+            return Err(ApiError::no_route());
+        }
+        Target {
+            kind,
+            ns: owned(segs.get(1)),
+            name: owned(segs.get(3)),
+            sub: owned(segs.get(4)),
+        }
+    } else {
+        let first = segs.first().ok_or_else(ApiError::no_route)?;
+        if segs.len() > 3 {
+            return Err(ApiError::no_route());
+        }
+        let kind = kinds::lookup(group, version, first).ok_or_else(ApiError::no_route)?;
+        if kind.namespaced && segs.len() > 1 {
+            return Err(ApiError::no_route());
+        }
+        Target {
+            kind,
+            ns: None,
+            name: owned(segs.get(1)),
+            sub: owned(segs.get(2)),
+        }
+    };
+    match (target.sub.as_deref(), target.kind.resource) {
+        (None, _) => {}
+        (Some("status"), _) if target.kind.status_subresource => {}
+        (Some("binding" | "eviction"), "pods") if target.kind.group.is_empty() => {}
+        _ => return Err(ApiError::no_route()),
+    }
+    Ok(target)
+}
+
+/// Query parameters, decoded.
+pub type Params = HashMap<String, String>;
+
+/// `/api/v1/{*rest}`.
+pub async fn core(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let (Path(rest), body) = match (path, body) {
+        (Ok(p), Ok(b)) => (p, b),
+        (Err(e), _) => return ApiError::bad_request(e.body_text()).into_response(),
+        (_, Err(e)) => return body_error(e).into_response(),
+    };
+    dispatch(&state, "", "v1", &rest, method, &uri, &headers, &body).await
+}
+
+/// `/apis/{group}/{version}/{*rest}`.
+pub async fn grouped(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String, String)>, PathRejection>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let (Path((group, version, rest)), body) = match (path, body) {
+        (Ok(p), Ok(b)) => (p, b),
+        (Err(e), _) => return ApiError::bad_request(e.body_text()).into_response(),
+        (_, Err(e)) => return body_error(e).into_response(),
+    };
+    dispatch(
+        &state, &group, &version, &rest, method, &uri, &headers, &body,
+    )
+    .await
+}
+
+/// A body that could not be read: too large (413, as Kubernetes) or cut off.
+fn body_error(e: BytesRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            Reason::RequestEntityTooLarge,
+            "the request body is too large",
+        )
+    } else {
+        ApiError::bad_request(e.body_text())
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // The parts of one HTTP request.
+async fn dispatch(
+    state: &AppState,
+    group: &str,
+    version: &str,
+    rest: &str,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Response {
+    let target = match parse_target(group, version, rest) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    let params: Params = Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
+    let header_str = |name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let wants_table = table::wants_table(header_str(header::ACCEPT));
+    let req = Request {
+        state,
+        target: &target,
+        params: &params,
+    };
+    let result = match (&method, target.name.is_some(), target.sub.as_deref()) {
+        (&Method::GET, false, None) if is_true(params.get("watch")) => {
+            return watch::serve(state, &target, &params, wants_table);
+        }
+        (&Method::GET, false, None) => req.list(wants_table),
+        (&Method::GET, true, None | Some("status")) => req.get(wants_table),
+        (&Method::POST, false, None) => req.create(header_str(header::CONTENT_TYPE), body),
+        (&Method::POST, true, Some("binding")) => req.bind(body),
+        (&Method::POST, true, Some("eviction")) => req.evict(),
+        (&Method::PUT, true, None | Some("status")) => {
+            req.update(header_str(header::CONTENT_TYPE), body)
+        }
+        (&Method::PATCH, true, None | Some("status")) => {
+            req.patch(header_str(header::CONTENT_TYPE), body)
+        }
+        (&Method::DELETE, true, None) => req.delete(body),
+        (&Method::DELETE, false, None) => req.delete_collection(),
+        _ => Err(ApiError::new(
+            Reason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        )),
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+fn is_true(v: Option<&String>) -> bool {
+    v.is_some_and(|v| v == "true" || v == "1")
+}
+
+/// Parses a request body as a JSON (or YAML) object.
+fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.contains("protobuf") || media.contains("cbor") {
+        return Err(ApiError::new(
+            Reason::UnsupportedMediaType,
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: \
+                 application/json, application/yaml (this server does not decode {media})"
+            ),
+        ));
+    }
+    let parsed = if media == "application/yaml" {
+        serde_yaml_ng::from_slice::<Value>(body).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice::<Value>(body).map_err(|e| e.to_string())
+    };
+    match parsed {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(ApiError::bad_request(
+            "the body of the request was in an unknown format: expected an object",
+        )),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml: {e}"
+        ))),
+    }
+}
+
+struct Request<'a> {
+    state: &'a AppState,
+    target: &'a Target,
+    params: &'a Params,
+}
+
+impl Request<'_> {
+    fn ns(&self) -> Option<&str> {
+        self.target.ns.as_deref()
+    }
+
+    fn name(&self) -> &str {
+        self.target.name.as_deref().unwrap_or("")
+    }
+
+    fn part(&self) -> Part {
+        if self.target.sub.as_deref() == Some("status") {
+            Part::Status
+        } else {
+            Part::Main
+        }
+    }
+
+    fn dry_run(&self) -> bool {
+        self.params.get("dryRun").is_some_and(|v| !v.is_empty())
+    }
+
+    fn selectors(&self) -> Result<Selectors, ApiError> {
+        Selectors::parse(
+            self.params.get("labelSelector").map(String::as_str),
+            self.params.get("fieldSelector").map(String::as_str),
+        )
+    }
+
+    /// Namespaced kinds are created and changed only through namespaced paths.
+    fn require_namespace(&self) -> Result<(), ApiError> {
+        if self.target.kind.namespaced && self.target.ns.is_none() {
+            return Err(ApiError::no_route());
+        }
+        Ok(())
+    }
+
+    fn list(&self, wants_table: bool) -> Result<Response, ApiError> {
+        let kind = self.target.kind;
+        let selectors = self.selectors()?;
+        let (items, rv) = self
+            .state
+            .store
+            .read(|s| s.list(kind, self.ns(), &selectors));
+        if wants_table {
+            let include = Include::parse(self.params.get("includeObject").map(String::as_str));
+            let now = self.state.store.now();
+            let t = table::table(kind, items.iter().map(|v| &**v), Some(rv), include, now);
+            return Ok(ok(&t));
+        }
+        let items: Vec<&Value> = items.iter().map(|v| &**v).collect();
+        Ok(ok(&json!({
+            "kind": format!("{}List", kind.kind),
+            "apiVersion": kind.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()},
+            "items": items,
+        })))
+    }
+
+    fn get(&self, wants_table: bool) -> Result<Response, ApiError> {
+        let kind = self.target.kind;
+        let object = self
+            .state
+            .store
+            .read(|s| s.get(kind, self.ns(), self.name()))?;
+        if wants_table {
+            let include = Include::parse(self.params.get("includeObject").map(String::as_str));
+            let t = table::table(kind, [&*object], None, include, self.state.store.now());
+            return Ok(ok(&t));
+        }
+        Ok(ok(&object))
+    }
+
+    fn create(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        self.require_namespace()?;
+        let object = parse_body(content_type, body)?;
+        let kind = self.target.kind;
+        let made = self
+            .state
+            .store
+            .write(self.dry_run(), |s, w| s.create(kind, self.ns(), object, w))?;
+        Ok(json_response(StatusCode::CREATED, &made))
+    }
+
+    fn update(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        let object = parse_body(content_type, body)?;
+        let (kind, part) = (self.target.kind, self.part());
+        let new = self.state.store.write(self.dry_run(), |s, w| {
+            s.update(kind, self.ns(), self.name(), object, part, w)
+        })?;
+        Ok(ok(&new))
+    }
+
+    fn patch(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
+            ApiError::new(
+                Reason::UnsupportedMediaType,
+                format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"),
+            )
+        })?;
+        let parsed =
+            patch::parse(patch_type, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let (kind, part) = (self.target.kind, self.part());
+        let (created, new) = self.state.store.write(self.dry_run(), |s, w| {
+            let existed = s.get(kind, self.ns(), self.name()).is_ok();
+            let new = s.patch(kind, self.ns(), self.name(), patch_type, &parsed, part, w)?;
+            Ok((!existed, new))
+        })?;
+        let code = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok(json_response(code, &new))
+    }
+
+    fn delete(&self, body: &[u8]) -> Result<Response, ApiError> {
+        // DeleteOptions are optional; only their preconditions matter here.
+        let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let pre = Preconditions {
+            uid: options
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            resource_version: options
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        let kind = self.target.kind;
+        let last = self.state.store.write(self.dry_run(), |s, w| {
+            s.delete(kind, self.ns(), self.name(), &pre, w)
+        })?;
+        Ok(ok(&last))
+    }
+
+    fn delete_collection(&self) -> Result<Response, ApiError> {
+        let kind = self.target.kind;
+        let selectors = self.selectors()?;
+        let deleted = self.state.store.write(self.dry_run(), |s, w| {
+            s.delete_collection(kind, self.ns(), &selectors, w)
+        })?;
+        let items: Vec<&Value> = deleted.iter().map(|v| &**v).collect();
+        Ok(ok(&json!({
+            "kind": format!("{}List", kind.kind),
+            "apiVersion": kind.api_version(),
+            "metadata": {"resourceVersion": self.state.store.resource_version().to_string()},
+            "items": items,
+        })))
+    }
+
+    fn bind(&self, body: &[u8]) -> Result<Response, ApiError> {
+        let binding = parse_body("application/json", body)?;
+        let ns = self.ns().unwrap_or("");
+        self.state
+            .store
+            .write(self.dry_run(), |s, w| s.bind(ns, self.name(), &binding, w))?;
+        Ok(json_response(StatusCode::CREATED, &success_status(201)))
+    }
+
+    fn evict(&self) -> Result<Response, ApiError> {
+        let ns = self.ns().unwrap_or("");
+        self.state
+            .store
+            .write(self.dry_run(), |s, w| s.evict(ns, self.name(), w))?;
+        Ok(json_response(StatusCode::CREATED, &success_status(201)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Parsed = (String, Option<String>, Option<String>, Option<String>);
+
+    fn parse(group: &str, rest: &str) -> Option<Parsed> {
+        let version = if group.is_empty() {
+            "v1"
+        } else {
+            kinds::groups().iter().find(|g| g.0 == group)?.1
+        };
+        let t = parse_target(group, version, rest).ok()?;
+        Some((t.kind.resource.to_string(), t.ns, t.name, t.sub))
+    }
+
+    #[test]
+    fn paths_resolve_like_kubernetes() {
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(parse("", "pods"), Some(("pods".into(), None, None, None)));
+        assert_eq!(
+            parse("", "namespaces/default/pods/p/binding"),
+            Some(("pods".into(), s("default"), s("p"), s("binding")))
+        );
+        assert_eq!(
+            parse("", "namespaces/default"),
+            Some(("namespaces".into(), None, s("default"), None))
+        );
+        assert_eq!(
+            parse("", "namespaces/default/status"),
+            Some(("namespaces".into(), None, s("default"), s("status")))
+        );
+        assert_eq!(
+            parse("scheduling.volcano.sh", "queues/q/status"),
+            Some(("queues".into(), None, s("q"), s("status")))
+        );
+        assert_eq!(
+            parse("", "pods/p"),
+            None,
+            "a namespaced object needs its namespace"
+        );
+        assert_eq!(parse("", "namespaces/default/configmaps/c/status"), None);
+        assert_eq!(parse("", "namespaces/default/deployments"), None);
+        assert_eq!(parse("scheduling.volcano.sh", "namespaces/x/queues"), None);
+    }
+}

@@ -1,0 +1,136 @@
+//! How long a simulated pod runs: Go durations in annotations, and `sleep N` commands.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Parses a Go duration (`30s`, `2m`, `1h30m`, `1.5h`, `500ms`, `0`).
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += number * scale;
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+/// Parses the operand of `sleep`: seconds with an optional `s|m|h|d` suffix; `infinity` and
+/// anything unreadable mean no end.
+fn parse_sleep(arg: &str) -> Option<Duration> {
+    let (number, scale) = match arg.char_indices().last() {
+        Some((i, 's')) => (&arg[..i], 1.0),
+        Some((i, 'm')) => (&arg[..i], 60.0),
+        Some((i, 'h')) => (&arg[..i], 3600.0),
+        Some((i, 'd')) => (&arg[..i], 86_400.0),
+        _ => (arg, 1.0),
+    };
+    let secs: f64 = number.parse().ok()?;
+    if !secs.is_finite() {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs * scale).ok()
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How long the first container of a pod sleeps, when its command is `sleep N` directly
+/// (`["sleep", "5"]`) or through a shell (`["sh", "-c", "sleep 5"]`, the script being just
+/// that). None when it does anything else.
+pub fn sleep_duration(pod: &Value) -> Option<Duration> {
+    let container = pod.pointer("/spec/containers/0")?;
+    let mut argv = strings(container.get("command"));
+    argv.extend(strings(container.get("args")));
+    let program = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    match argv.as_slice() {
+        [cmd, n, ..] if program(cmd) == "sleep" => parse_sleep(n),
+        [shell, flag, script, ..]
+            if matches!(program(shell).as_str(), "sh" | "bash" | "ash" | "dash")
+                && flag == "-c" =>
+        {
+            let script = script.trim().trim_end_matches(';').trim();
+            match script.split_whitespace().collect::<Vec<_>>().as_slice() {
+                ["sleep", n] => parse_sleep(n),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_go_duration("5"), None);
+        assert_eq!(parse_go_duration("-1s"), None);
+        assert_eq!(parse_go_duration("1x"), None);
+    }
+
+    #[test]
+    fn sleep_commands() {
+        let pod = |c: Value| json!({"spec": {"containers": [c]}});
+        let d = |c| sleep_duration(&pod(c));
+        assert_eq!(
+            d(json!({"command": ["sleep", "5"]})),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            d(json!({"command": ["/bin/sh", "-c", "sleep 2m"]})),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            d(json!({"command": ["sleep"], "args": ["0.5"]})),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            d(json!({"args": ["sleep", "1"]})),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(d(json!({"command": ["sleep", "infinity"]})), None);
+        assert_eq!(d(json!({"command": ["sh", "-c", "sleep 5; exit 1"]})), None);
+        assert_eq!(d(json!({"command": ["python", "train.py"]})), None);
+    }
+}

@@ -1,0 +1,495 @@
+//! Unit tests of the store: the Kubernetes semantics a client can observe.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const NOW: i64 = 1_714_564_800;
+
+fn w() -> WriteOptions {
+    WriteOptions {
+        now: NOW,
+        dry_run: false,
+    }
+}
+
+fn kind(resource: &str) -> &'static KindInfo {
+    kinds::find(resource).unwrap()
+}
+
+fn store() -> Store {
+    Store::new(StoreOptions::default(), NOW)
+}
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+}
+
+fn rv(object: &Value) -> u64 {
+    meta::meta_str(object, "resourceVersion").parse().unwrap()
+}
+
+#[test]
+fn initial_namespaces_exist() {
+    let s = store();
+    for ns in INITIAL_NAMESPACES {
+        assert!(s.namespace_exists(ns));
+    }
+    assert_eq!(s.resource_version(), 4);
+}
+
+#[test]
+fn create_stamps_metadata_and_rv_grows() {
+    let mut s = store();
+    let a = s
+        .create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    let b = s
+        .create(kinds::pods(), Some("default"), pod("b"), &w())
+        .unwrap();
+    assert!(rv(&b) > rv(&a));
+    assert_eq!(a["metadata"]["creationTimestamp"], "2024-05-01T12:00:00Z");
+    assert_eq!(a["metadata"]["namespace"], "default");
+    assert_eq!(a["metadata"]["generation"], 1);
+    assert_ne!(a["metadata"]["uid"], b["metadata"]["uid"]);
+    assert_eq!(a["status"]["phase"], "Pending");
+    let again = s.create(kinds::pods(), Some("default"), pod("a"), &w());
+    assert_eq!(again.unwrap_err().message, "pods \"a\" already exists");
+}
+
+#[test]
+fn create_checks_namespace_and_names() {
+    let mut s = store();
+    let e = s
+        .create(kinds::pods(), Some("nope"), pod("a"), &w())
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), e.message.as_str()),
+        (404, "namespaces \"nope\" not found")
+    );
+    let mut other = pod("a");
+    other["metadata"]["namespace"] = json!("kube-system");
+    let e = s
+        .create(kinds::pods(), Some("default"), other, &w())
+        .unwrap_err();
+    assert_eq!(e.code(), 400);
+    let e = s
+        .create(kinds::pods(), Some("default"), pod("Bad_Name"), &w())
+        .unwrap_err();
+    assert_eq!(e.code(), 422);
+    let e = s
+        .create(kinds::pods(), Some("default"), json!([1]), &w())
+        .unwrap_err();
+    assert_eq!(e.code(), 400);
+    let generated = json!({"metadata": {"generateName": "web-"}, "spec": {}});
+    let made = s
+        .create(kinds::pods(), Some("default"), generated, &w())
+        .unwrap();
+    let name = meta::meta_str(&made, "name");
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+    // Cluster-scoped objects lose any namespace they are sent with.
+    let q = json!({"metadata": {"name": "q1", "namespace": "default"}});
+    let q = s.create(kind("queues"), None, q, &w()).unwrap();
+    assert!(q["metadata"].get("namespace").is_none());
+}
+
+#[test]
+fn stale_update_conflicts_and_noop_does_not_bump() {
+    let mut s = store();
+    let a = s
+        .create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    let mut changed = (*a).clone();
+    changed["metadata"]["labels"] = json!({"x": "1"});
+    let b = s
+        .update(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            changed.clone(),
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert!(rv(&b) > rv(&a));
+    let e = s
+        .update(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            changed,
+            Part::Main,
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), 409);
+    assert!(e.message.ends_with(
+        "the object has been modified; please apply your changes to the latest version and try again"
+    ));
+    let before = s.resource_version();
+    let same = s
+        .update(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            (*b).clone(),
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(rv(&same), rv(&b));
+    assert_eq!(s.resource_version(), before);
+}
+
+#[test]
+fn status_subresource_isolation_and_generation() {
+    let mut s = store();
+    let jobs = kind("jobs");
+    let job = json!({"metadata": {"name": "j"}, "spec": {"minAvailable": 1}, "status": {"x": 1}});
+    let job = s.create(jobs, Some("default"), job, &w()).unwrap();
+    assert!(job.get("status").is_none(), "status is dropped on create");
+    // The main resource ignores status but bumps generation on a spec change.
+    let mut main = (*job).clone();
+    main["spec"]["minAvailable"] = json!(2);
+    main["status"] = json!({"state": {"phase": "Running"}});
+    let main = s
+        .update(jobs, Some("default"), "j", main, Part::Main, &w())
+        .unwrap();
+    assert!(main.get("status").is_none());
+    assert_eq!(main["metadata"]["generation"], 2);
+    // The status subresource changes status only.
+    let mut st = (*main).clone();
+    st["spec"]["minAvailable"] = json!(5);
+    st["status"] = json!({"state": {"phase": "Running"}});
+    let st = s
+        .update(jobs, Some("default"), "j", st, Part::Status, &w())
+        .unwrap();
+    assert_eq!(st["spec"]["minAvailable"], 2);
+    assert_eq!(st["status"]["state"]["phase"], "Running");
+    assert_eq!(st["metadata"]["generation"], 2);
+    // So does a status patch; a main patch cannot touch status.
+    let p = json!({"status": {"running": 3}, "spec": {"minAvailable": 9}});
+    let st = s
+        .patch(
+            jobs,
+            Some("default"),
+            "j",
+            PatchType::Merge,
+            &p,
+            Part::Status,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            st["status"]["running"].clone(),
+            st["spec"]["minAvailable"].clone()
+        ),
+        (json!(3), json!(2))
+    );
+    let st = s
+        .patch(
+            jobs,
+            Some("default"),
+            "j",
+            PatchType::Merge,
+            &p,
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            st["status"]["running"].clone(),
+            st["spec"]["minAvailable"].clone()
+        ),
+        (json!(3), json!(9))
+    );
+}
+
+#[test]
+fn merge_json_and_apply_patches() {
+    let mut s = store();
+    s.create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    let merge = json!({"metadata": {"labels": {"app": "web"}}});
+    let p = s
+        .patch(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            PatchType::Merge,
+            &merge,
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(p["metadata"]["labels"]["app"], "web");
+    let ops = json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]);
+    let p = s
+        .patch(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            PatchType::Json,
+            &ops,
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(p["metadata"]["annotations"]["k"], "v");
+    let stale = json!({"metadata": {"resourceVersion": "1", "labels": {"b": "c"}}});
+    let e = s
+        .patch(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            PatchType::Merge,
+            &stale,
+            Part::Main,
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), 409);
+    let test_fails = json!([{"op": "test", "path": "/metadata/name", "value": "b"}]);
+    let e = s
+        .patch(
+            kinds::pods(),
+            Some("default"),
+            "a",
+            PatchType::Json,
+            &test_fails,
+            Part::Main,
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), 422);
+    let applied = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                         "metadata": {"name": "q"}, "spec": {"weight": 2}});
+    let q = s
+        .patch(
+            kind("queues"),
+            None,
+            "q",
+            PatchType::Apply,
+            &applied,
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(q["spec"]["weight"], 2);
+    let missing = s.patch(
+        kinds::pods(),
+        Some("default"),
+        "zz",
+        PatchType::Merge,
+        &merge,
+        Part::Main,
+        &w(),
+    );
+    assert_eq!(missing.unwrap_err().code(), 404);
+}
+
+#[test]
+fn owner_references_are_garbage_collected() {
+    let mut s = store();
+    let job = s
+        .create(
+            kind("jobs"),
+            Some("default"),
+            json!({"metadata": {"name": "j"}}),
+            &w(),
+        )
+        .unwrap();
+    let owner = json!([{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j",
+                        "uid": job["metadata"]["uid"], "controller": true}]);
+    let mut p = pod("j-0");
+    p["metadata"]["ownerReferences"] = owner.clone();
+    let p = s.create(kinds::pods(), Some("default"), p, &w()).unwrap();
+    let pg = json!({"metadata": {"name": "j-pg", "ownerReferences": owner}});
+    s.create(kind("podgroups"), Some("default"), pg, &w())
+        .unwrap();
+    // A grandchild, owned by the pod, goes too.
+    let ev = json!({"metadata": {"name": "e", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": p["metadata"]["uid"]}]}});
+    s.create(kind("events"), Some("default"), ev, &w()).unwrap();
+    s.take_changes();
+    s.delete(
+        kind("jobs"),
+        Some("default"),
+        "j",
+        &Preconditions::default(),
+        &w(),
+    )
+    .unwrap();
+    assert!(s.get(kinds::pods(), Some("default"), "j-0").is_err());
+    assert!(s.get(kind("podgroups"), Some("default"), "j-pg").is_err());
+    assert!(s.get(kind("events"), Some("default"), "e").is_err());
+    let deleted: Vec<_> = s.take_changes().iter().map(|c| c.change).collect();
+    assert_eq!(deleted, vec![ChangeType::Deleted; 4]);
+}
+
+#[test]
+fn deleting_a_namespace_deletes_its_objects() {
+    let mut s = store();
+    s.create(
+        kinds::namespaces(),
+        None,
+        json!({"metadata": {"name": "team"}}),
+        &w(),
+    )
+    .unwrap();
+    s.create(kinds::pods(), Some("team"), pod("a"), &w())
+        .unwrap();
+    s.create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    s.delete(
+        kinds::namespaces(),
+        None,
+        "team",
+        &Preconditions::default(),
+        &w(),
+    )
+    .unwrap();
+    assert!(s.get(kinds::pods(), Some("team"), "a").is_err());
+    assert!(s.get(kinds::pods(), Some("default"), "a").is_ok());
+    let pre = Preconditions {
+        uid: Some("other".into()),
+        resource_version: None,
+    };
+    let e = s
+        .delete(kinds::pods(), Some("default"), "a", &pre, &w())
+        .unwrap_err();
+    assert_eq!(e.code(), 409);
+}
+
+#[test]
+fn lists_filter_by_namespace_and_selectors() {
+    let mut s = store();
+    for (ns, name, node) in [
+        ("default", "a", "n1"),
+        ("default", "b", ""),
+        ("kube-system", "c", "n1"),
+    ] {
+        let mut p = pod(name);
+        p["metadata"]["labels"] = json!({"app": name});
+        p["spec"]["nodeName"] = json!(node);
+        s.create(kinds::pods(), Some(ns), p, &w()).unwrap();
+    }
+    let names = |ns: Option<&str>, l: &str, f: &str| -> Vec<String> {
+        let sel = Selectors::parse(Some(l), Some(f)).unwrap();
+        let (items, rv) = s.list(kinds::pods(), ns, &sel);
+        assert_eq!(rv, s.resource_version());
+        items
+            .iter()
+            .map(|i| meta::meta_str(i, "name").to_string())
+            .collect()
+    };
+    assert_eq!(names(Some("default"), "", ""), vec!["a", "b"]);
+    assert_eq!(names(None, "", "spec.nodeName=n1"), vec!["a", "c"]);
+    assert_eq!(
+        names(None, "app in (b,c)", "metadata.namespace!=kube-system"),
+        vec!["b"]
+    );
+    assert_eq!(names(None, "", "status.phase=Pending").len(), 3);
+}
+
+#[test]
+fn binding_sets_node_once() {
+    let mut s = store();
+    s.create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    let binding = json!({"target": {"kind": "Node", "name": "n1"}});
+    let p = s.bind("default", "a", &binding, &w()).unwrap();
+    assert_eq!(p["spec"]["nodeName"], "n1");
+    assert_eq!(p["status"]["conditions"][0]["type"], "PodScheduled");
+    let e = s.bind("default", "a", &binding, &w()).unwrap_err();
+    assert_eq!(e.code(), 409);
+    assert!(e.message.contains("is already assigned to node \"n1\""));
+    assert_eq!(
+        s.bind("default", "zz", &binding, &w()).unwrap_err().code(),
+        404
+    );
+    s.evict("default", "a", &w()).unwrap();
+    assert_eq!(s.evict("default", "a", &w()).unwrap_err().code(), 404);
+}
+
+#[test]
+fn history_expires_into_gone() {
+    let mut s = Store::new(
+        StoreOptions {
+            watch_history: 3,
+            ..StoreOptions::default()
+        },
+        NOW,
+    );
+    let start = s.resource_version();
+    for i in 0..5 {
+        s.create(kinds::pods(), Some("default"), pod(&format!("p{i}")), &w())
+            .unwrap();
+    }
+    assert_eq!(s.changes_since(start + 2).unwrap().len(), 3);
+    assert_eq!(s.changes_since(start).unwrap_err().code(), 410);
+}
+
+#[test]
+fn dry_run_stores_nothing() {
+    let mut s = store();
+    let dry = WriteOptions {
+        now: NOW,
+        dry_run: true,
+    };
+    let before = s.resource_version();
+    let made = s
+        .create(kinds::pods(), Some("default"), pod("a"), &dry)
+        .unwrap();
+    assert_eq!(made["metadata"]["name"], "a");
+    assert!(s.get(kinds::pods(), Some("default"), "a").is_err());
+    assert_eq!(s.resource_version(), before);
+    assert!(s.take_changes().is_empty());
+}
+
+#[test]
+fn events_are_shared_between_the_core_and_events_apis() {
+    let mut s = store();
+    let api = kind("events.events.k8s.io");
+    let core = kind("events");
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "p.1"}, "note": "Started container", "reason": "Started",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "type": "Normal"});
+    let made = s.create(api, Some("default"), event, &w()).unwrap();
+    assert_eq!(made["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(made["note"], "Started container");
+    let seen = s.get(core, Some("default"), "p.1").unwrap();
+    assert_eq!(
+        (seen["apiVersion"].clone(), seen["message"].clone()),
+        (json!("v1"), json!("Started container"))
+    );
+    let by_object = Selectors::parse(None, Some("involvedObject.name=p")).unwrap();
+    assert_eq!(s.list(core, Some("default"), &by_object).0.len(), 1);
+    let by_regarding = Selectors::parse(None, Some("regarding.name=p")).unwrap();
+    assert_eq!(s.list(api, None, &by_regarding).0.len(), 1);
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2024-05-01T12:00:00.000000Z"}, "note": "again"});
+    let patched = s
+        .patch(
+            api,
+            Some("default"),
+            "p.1",
+            PatchType::Merge,
+            &series,
+            Part::Main,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(patched["series"]["count"], 2);
+    assert_eq!(
+        s.get(core, Some("default"), "p.1").unwrap()["message"],
+        "again"
+    );
+    let changes = s.take_changes();
+    assert!(changes.iter().all(|c| std::ptr::eq(c.kind, core)));
+    s.delete(api, Some("default"), "p.1", &Preconditions::default(), &w())
+        .unwrap();
+    assert!(s.get(core, Some("default"), "p.1").is_err());
+}

@@ -1,0 +1,210 @@
+//! The real kubectl against the local server: apply, get (tables, wide, yaml), label, describe,
+//! delete. Skipped, with a note, when kubectl is not installed; `KUBECTL=/path/to/kubectl`
+//! picks another binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests fail loudly by design.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use volcano_apiserver::kubeconfig;
+use volcano_apiserver::kubelet::{KubeletOptions, Kubelets, NodeSpec};
+
+const JOB: &str = "\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: test-job
+spec:
+  minAvailable: 2
+  schedulerName: volcano
+  queue: research
+  tasks:
+  - replicas: 2
+    name: worker
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox:1.36
+          command: [sleep, '5']
+          resources:
+            requests:
+              cpu: '1'
+";
+
+const QUEUES: &str = "\
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: default
+spec:
+  weight: 1
+  reclaimable: true
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: research
+spec:
+  weight: 2
+";
+
+fn find_kubectl() -> Option<PathBuf> {
+    if let Some(explicit) = std::env::var_os("KUBECTL") {
+        return Some(PathBuf::from(explicit));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Runs kubectl with a 30 s guard; returns its exit success and stdout + stderr.
+fn kubectl(bin: &Path, dir: &Path, args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("KUBECACHEDIR", dir.join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child
+        .try_wait()
+        .expect("kubectl can be waited for")
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kubectl {args:?} did not finish in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("kubectl output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_get_label_describe_delete() {
+    let Some(bin) = find_kubectl() else {
+        eprintln!("note: kubectl not found on PATH; skipping the kubectl smoke test");
+        return;
+    };
+    let t = common::start().await;
+    let store = t.server.store();
+    let opts = KubeletOptions {
+        startup_delay: Duration::from_millis(50),
+    };
+    let _kubelets = Kubelets::start(store.clone(), &[NodeSpec::new("n1")], opts)
+        .await
+        .unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("volcano-apiserver-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kubeconfig"), kubeconfig(&t.server.url())).unwrap();
+    std::fs::write(dir.join("job.yaml"), JOB).unwrap();
+    std::fs::write(dir.join("queues.yaml"), QUEUES).unwrap();
+    // What the controllers and the scheduler would have made of the job.
+    let pg =
+        json!({"metadata": {"name": "test-job"}, "spec": {"minMember": 2, "queue": "research"}});
+    store.create("podgroups", Some("default"), pg).unwrap();
+    let pod = json!({"metadata": {"name": "test-job-worker-0"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "main", "image": "busybox"}]}});
+    store.create("pods", Some("default"), pod).unwrap();
+
+    let run = |args: Vec<&'static str>| {
+        let (bin, dir) = (bin.clone(), dir.clone());
+        tokio::task::spawn_blocking(move || kubectl(&bin, &dir, &args))
+    };
+    let check = |(ok, out): (bool, String), wants: &[&str]| {
+        assert!(ok, "kubectl failed:\n{out}");
+        for want in wants {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+        out
+    };
+
+    let applied = run(vec!["apply", "-f", "queues.yaml", "-f", "job.yaml"])
+        .await
+        .unwrap();
+    check(
+        applied,
+        &[
+            "queue.scheduling.volcano.sh/default created",
+            "job.batch.volcano.sh/test-job created",
+        ],
+    );
+    let again = run(vec!["apply", "-f", "queues.yaml", "-f", "job.yaml"])
+        .await
+        .unwrap();
+    check(
+        again,
+        &[
+            "queue.scheduling.volcano.sh/research unchanged",
+            "job.batch.volcano.sh/test-job unchanged",
+        ],
+    );
+    common::within(10, async {
+        while store
+            .get("pods", Some("default"), "test-job-worker-0")
+            .unwrap()["status"]["phase"]
+            != "Running"
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let all = run(vec!["get", "vcjob,pg,queue,pods"]).await.unwrap();
+    check(
+        all,
+        &[
+            "job.batch.volcano.sh/test-job",
+            "podgroup.scheduling.volcano.sh/test-job",
+            "queue.scheduling.volcano.sh/research",
+            "pod/test-job-worker-0",
+            "MINAVAILABLE",
+            "Running",
+        ],
+    );
+    let wide = run(vec!["get", "pods", "-o", "wide"]).await.unwrap();
+    check(wide, &["NODE", "n1", "10.244.0."]);
+    let yaml = run(vec!["get", "queue", "default", "-o", "yaml"])
+        .await
+        .unwrap();
+    check(yaml, &["kind: Queue", "name: default", "weight: 1"]);
+    let labelled = run(vec!["label", "queue", "research", "team=ml"])
+        .await
+        .unwrap();
+    check(labelled, &["labeled"]);
+    let selected = run(vec!["get", "queues", "-l", "team=ml", "-o", "name"])
+        .await
+        .unwrap();
+    let selected = check(selected, &["queue.scheduling.volcano.sh/research"]);
+    assert!(!selected.contains("/default"), "{selected}");
+    let described = run(vec!["describe", "vcjob", "test-job"]).await.unwrap();
+    check(described, &["Name:", "test-job", "Min Available:"]);
+    let deleted = run(vec!["delete", "-f", "job.yaml", "-f", "queues.yaml"])
+        .await
+        .unwrap();
+    check(deleted, &["\"test-job\" deleted", "\"research\" deleted"]);
+    let none = run(vec!["get", "vcjob"]).await.unwrap();
+    check(none, &["No resources found"]);
+
+    let _ = std::fs::remove_dir_all(&dir);
+    t.server.shutdown().await;
+}
