@@ -37,6 +37,22 @@ pub const SCHEDULER_KINDS: [Kind; 5] = [
     Kind::PriorityClass,
 ];
 
+/// The reason of a PodGroup its queue would not admit.
+const NOT_ENQUEUED: &str = "NotEnqueued";
+
+/// A message without its numbers, so a reason whose figures move is not announced again.
+fn reason_part(message: &str) -> String {
+    message.chars().filter(|c| !c.is_ascii_digit()).collect()
+}
+
+/// `ns/name` as a cache key.
+fn split_key(k: &str) -> crate::cache::Key {
+    match k.split_once('/') {
+        Some((ns, n)) => (ns.to_string(), n.to_string()),
+        None => ("default".to_string(), k.to_string()),
+    }
+}
+
 /// Objects a snapshot may leave out, one at a time, before the session is given up.
 const MAX_EXCLUDED: usize = 64;
 
@@ -66,6 +82,10 @@ pub struct SchedulerRuntime {
     writer: Writer,
     metrics: SchedulerMetrics,
     sessions: u64,
+    /// PodGroups the queue would not admit, with the reason last announced. A PodGroup that
+    /// is not enqueued has no pods, so no condition to carry its reason: an event says why,
+    /// once per reason.
+    not_enqueued: BTreeMap<String, String>,
 }
 
 impl SchedulerRuntime {
@@ -84,6 +104,7 @@ impl SchedulerRuntime {
             writer,
             metrics,
             sessions: 0,
+            not_enqueued: BTreeMap::new(),
         }
     }
 
@@ -210,6 +231,7 @@ impl SchedulerRuntime {
             }
         };
         let written = self.writer.write(&d, &mut self.cache).await;
+        self.announce_not_enqueued(&d);
         self.record(&d, started);
         if written.bound + written.evicted > 0 || written.bind_failures > 0 {
             tracing::info!(
@@ -219,6 +241,38 @@ impl SchedulerRuntime {
                 "session {}",
                 self.sessions
             );
+        }
+    }
+
+    fn announce_not_enqueued(&mut self, d: &Decisions) {
+        let now: BTreeMap<&String, &String> = d
+            .unschedulable
+            .iter()
+            .filter(|(_, u)| u.reason == NOT_ENQUEUED)
+            .map(|(k, u)| (k, &u.message))
+            .collect();
+        self.not_enqueued.retain(|k, _| now.contains_key(k));
+        for (key, message) in now {
+            let first = self
+                .not_enqueued
+                .get(key)
+                .is_none_or(|m| reason_part(m) != reason_part(message));
+            if first {
+                let uid = self
+                    .cache
+                    .pod_group(&split_key(key))
+                    .and_then(|pg| pg.metadata.uid.clone());
+                self.writer.events.send(
+                    volcano_api::event::Event {
+                        object: format!("PodGroup/{key}"),
+                        type_: volcano_api::event::EventType::Warning,
+                        reason: NOT_ENQUEUED.to_string(),
+                        message: message.clone(),
+                    },
+                    uid,
+                );
+            }
+            self.not_enqueued.insert(key.clone(), message.clone());
         }
     }
 
