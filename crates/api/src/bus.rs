@@ -3,15 +3,17 @@
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// An action (`AbortJob`, `ResumeJob`, `OpenQueue`, ...) requested on a target object. Unlike
 /// most CRDs it has no `spec`: its fields sit at the top level.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Command {
     /// Standard object metadata.
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::any_object")]
     pub metadata: ObjectMeta,
     /// The requested action.
     #[serde(default, skip_serializing_if = "String::is_empty")]

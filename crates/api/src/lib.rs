@@ -7,12 +7,14 @@
 
 pub mod batch;
 pub mod bus;
+pub mod crds;
 pub mod event;
 pub mod keys;
 pub mod quantity;
 pub mod resources;
 pub mod scenario;
 pub mod scheduling;
+mod schema;
 
 pub use k8s_openapi;
 pub use scenario::{LoadError, Objects, Scenario, Source};

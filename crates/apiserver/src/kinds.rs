@@ -223,7 +223,8 @@ pub static KINDS: &[KindInfo] = &[
         "PodGroup",
         true,
         ["pg", "podgroup-v1beta1"],
-        true,
+        // Volcano's PodGroup CRD has no status subresource: status is written on the object.
+        false,
         NONE
     ),
     kind!(

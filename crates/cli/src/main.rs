@@ -106,14 +106,27 @@ pub enum Failure {
 }
 
 fn main() -> ExitCode {
-    let once = OncePerLine::default();
-    tracing_subscriber::fmt()
-        .with_writer(move || once.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_target(false)
-        .without_time()
-        .init();
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Scheduler(_) | Command::ControllerManager(_) | Command::Up(_)
+    ) {
+        // A service logs what it does, with times, every line: a condition that comes back
+        // an hour later is news.
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_max_level(tracing::Level::INFO)
+            .with_target(false)
+            .init();
+    } else {
+        let once = OncePerLine::default();
+        tracing_subscriber::fmt()
+            .with_writer(move || once.clone())
+            .with_max_level(tracing::Level::WARN)
+            .with_target(false)
+            .without_time()
+            .init();
+    }
     let result = match cli.command {
         Command::Schedule(args) => schedule::run(&args),
         Command::Sim(cmd) => match cmd.experiment {

@@ -38,9 +38,16 @@ async fn bound_pods(client: &kube::Client) -> usize {
 async fn event_count(client: &kube::Client) -> usize {
     let events: Api<DynamicObject> = Api::all_with(
         client.clone(),
-        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(&()),
+        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(
+            &(),
+        ),
     );
-    events.list(&ListParams::default()).await.unwrap().items.len()
+    events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,7 +68,12 @@ async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice() {
         let phases: Vec<String> = l
             .items
             .iter()
-            .map(|j| j.status.as_ref().map(|s| s.state.phase.clone()).unwrap_or_default())
+            .map(|j| {
+                j.status
+                    .as_ref()
+                    .map(|s| s.state.phase.clone())
+                    .unwrap_or_default()
+            })
             .collect();
         (phases.iter().all(|p| p == "Completed"), phases)
     })
@@ -103,7 +115,11 @@ async fn a_controller_restart_emits_no_new_event_for_running_jobs() {
     let (_, _) = eventually(5, async || (ctl.ready.is_ready(), ())).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(ctl.ready.is_ready());
-    assert_eq!(event_count(&client).await, before, "no event after the restart");
+    assert_eq!(
+        event_count(&client).await,
+        before,
+        "no event after the restart"
+    );
     sched.stop().await;
     ctl.stop().await;
 }
@@ -119,7 +135,10 @@ async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over() {
     let (bound, _) = eventually(20, async || (bound_pods(&client).await == 4, ())).await;
     assert!(bound);
     let (ab, bb) = (a.metrics.pods_bound.get(), b.metrics.pods_bound.get());
-    assert!(ab == 0 || bb == 0, "both replicas bound pods: {ab} and {bb}");
+    assert!(
+        ab == 0 || bb == 0,
+        "both replicas bound pods: {ab} and {bb}"
+    );
     assert_eq!(ab + bb, 4);
     let (leader, standby) = if ab > 0 { (a, b) } else { (b, a) };
     assert!(standby.metrics.sessions_standby.get() > 0);
@@ -181,8 +200,15 @@ async fn a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     storm.await.unwrap();
-    assert!(peak <= 7, "the queue controller's work queue peaked at {peak} for 7 queues");
-    let failed = ctl.metrics.changes.get_or_create(&label("result", "failed")).get();
+    assert!(
+        peak <= 7,
+        "the queue controller's work queue peaked at {peak} for 7 queues"
+    );
+    let failed = ctl
+        .metrics
+        .changes
+        .get_or_create(&label("result", "failed"))
+        .get();
     assert_eq!(failed, 0, "no controller write was refused");
     let (bound, _) = eventually(20, async || (bound_pods(&client).await == 4, ())).await;
     assert!(bound, "scheduling went on through the storm");

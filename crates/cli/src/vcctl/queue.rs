@@ -139,7 +139,7 @@ pub fn queue_from_flags(args: &CreateArgs) -> Result<Queue, String> {
     );
     queue.status = Some(QueueStatus {
         state: state_name(args.state).to_string(),
-        allocated: None,
+        ..QueueStatus::default()
     });
     Ok(queue)
 }

@@ -131,7 +131,7 @@ fn queue(name: &str, weight: i32, state: &str, parent: &str) -> Queue {
     );
     q.status = Some(QueueStatus {
         state: state.into(),
-        allocated: None,
+        ..QueueStatus::default()
     });
     q
 }

@@ -235,8 +235,10 @@ impl Writer {
                     continue;
                 }
             };
+            // Volcano's PodGroup CRD has no status subresource: the status is patched on the
+            // object itself.
             match api
-                .patch_status(&key.1, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .patch(&key.1, &PatchParams::default(), &Patch::Json::<()>(patch))
                 .await
             {
                 Ok(_) => {

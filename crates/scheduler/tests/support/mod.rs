@@ -285,7 +285,7 @@ impl QueueBuilder {
         let mut q = Queue::new(&self.name, self.spec);
         q.status = Some(QueueStatus {
             state: "Open".to_string(),
-            allocated: None,
+            ..QueueStatus::default()
         });
         q
     }

@@ -9,7 +9,7 @@ fn queue(name: &str, state: &str) -> Queue {
     let mut q = Queue::new(name, QueueSpec::default());
     q.status = Some(QueueStatus {
         state: state.to_string(),
-        allocated: None,
+        ..QueueStatus::default()
     });
     q
 }
