@@ -1,0 +1,206 @@
+//! `volcano up` driven as a user drives it: the real `kubectl` applies a Volcano Job that is
+//! admitted, bound, run and completed; `volcano queue operate` closes a queue and a new Job in
+//! it stays pending; `volcano job list` sees both. Skipped, with a note, where no kubectl is
+//! installed (`.ci/run` installs one; `KUBECTL` names another binary).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn kubectl_bin() -> Option<String> {
+    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string());
+    Command::new(&bin)
+        .args(["version", "--client"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| bin)
+}
+
+struct Up {
+    child: Child,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_up() -> Up {
+    let dir = std::env::temp_dir().join(format!("volcano-up-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let child = Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .args(["up", "--listen", "127.0.0.1:0", "--nodes", "2"])
+        .args(["--pod-startup", "200ms", "--schedule-period", "200ms"])
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = Up {
+        child,
+        kubeconfig,
+        dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !up.kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "volcano up wrote no kubeconfig");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    up
+}
+
+fn run(bin: &str, kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `volcano job|queue ...` takes its connection flags after the subcommand, as vcctl does.
+fn volcano(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn eventually(secs: u64, mut check: impl FnMut() -> (bool, String)) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (done, seen) = check();
+        if done {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting; last seen: {seen}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn job_yaml(name: &str, queue: &str, secs: u32) -> String {
+    format!(
+        "apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  schedulerName: volcano
+  queue: {queue}
+  minAvailable: 2
+  tasks:
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: busybox:1.36
+          command: [sleep, \"{secs}\"]
+          resources:
+            requests: {{cpu: \"1\", memory: 256Mi}}
+"
+    )
+}
+
+#[test]
+fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jobs() {
+    let Some(kubectl) = kubectl_bin() else {
+        eprintln!("note: no kubectl on PATH (set KUBECTL); the kubectl end-to-end test is skipped");
+        return;
+    };
+    let up = start_up();
+    let kc = up.kubeconfig.clone();
+
+    let file = up.dir.join("hello.yaml");
+    std::fs::write(&file, job_yaml("hello", "default", 1)).unwrap();
+    let applied = ok(
+        &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
+        "kubectl apply",
+    );
+    assert!(applied.contains("hello"), "{applied}");
+    eventually(40, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &["get", "vcjob", "hello", "-o", "jsonpath={.status.state.phase}"],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
+        (phase == "Completed", phase)
+    });
+    let pods = ok(
+        &run(&kubectl, &kc, &["get", "pods", "-o", "wide"]),
+        "kubectl get pods",
+    );
+    assert_eq!(pods.matches("Completed").count(), 2, "{pods}");
+    assert!(pods.contains("node-"), "pods show their node: {pods}");
+    let all = ok(
+        &run(&kubectl, &kc, &["get", "vcjob,pg,queue,pods"]),
+        "kubectl get vcjob,pg,queue,pods",
+    );
+    assert!(all.contains("hello") && all.contains("default"), "{all}");
+
+    ok(
+        &volcano(&kc, &["queue", "create", "-n", "closed"]),
+        "volcano queue create",
+    );
+    ok(
+        &volcano(&kc, &["queue", "operate", "-n", "closed", "-a", "close"]),
+        "volcano queue operate",
+    );
+    eventually(20, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &["get", "queue", "closed", "-o", "jsonpath={.status.state}"],
+        );
+        let state = String::from_utf8_lossy(&out.stdout).into_owned();
+        (state == "Closed", state)
+    });
+    let file = up.dir.join("held.yaml");
+    std::fs::write(&file, job_yaml("held", "closed", 1)).unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
+        "kubectl apply",
+    );
+    // Sessions run every 200 ms: after three seconds an open queue would have run it.
+    std::thread::sleep(Duration::from_secs(3));
+    let phase = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &["get", "vcjob", "held", "-o", "jsonpath={.status.state.phase}"],
+        ),
+        "kubectl get vcjob held",
+    );
+    assert_eq!(phase, "Pending");
+    let pods = ok(&run(&kubectl, &kc, &["get", "pods"]), "kubectl get pods");
+    assert!(!pods.contains("held-"), "no pod of the held job runs: {pods}");
+
+    let list = ok(&volcano(&kc, &["job", "list"]), "volcano job list");
+    assert!(list.contains("hello") && list.contains("Completed"), "{list}");
+    assert!(list.contains("held") && list.contains("Pending"), "{list}");
+}
