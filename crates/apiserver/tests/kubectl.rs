@@ -102,6 +102,10 @@ fn kubectl(bin: &Path, dir: &Path, args: &[&str]) -> (bool, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_get_label_describe_delete() {
     let Some(bin) = find_kubectl() else {
+        assert!(
+            std::env::var_os("VOLCANO_REQUIRE_KUBECTL").is_none(),
+            "VOLCANO_REQUIRE_KUBECTL is set but no kubectl was found (set KUBECTL)"
+        );
         eprintln!("note: kubectl not found on PATH; skipping the kubectl smoke test");
         return;
     };
