@@ -142,6 +142,16 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
     let up = start_up();
     let kc = up.kubeconfig.clone();
 
+    // The example of deploy/README.md, as a user following it would apply it.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/examples/job.yaml"
+    );
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", example]),
+        "kubectl apply the deploy example",
+    );
+
     let file = up.dir.join("hello.yaml");
     std::fs::write(&file, job_yaml("hello", "default", 1)).unwrap();
     let applied = ok(
@@ -228,4 +238,20 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
         "{list}"
     );
     assert!(list.contains("held") && list.contains("Pending"), "{list}");
+
+    eventually(30, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "vcjob",
+                "hello-gang",
+                "-o",
+                "jsonpath={.status.state.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
+        (phase == "Completed", phase)
+    });
 }

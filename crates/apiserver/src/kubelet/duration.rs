@@ -68,9 +68,30 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How long a shell script runs when it is only `sleep N` and `echo ...` statements, joined by
+/// `;` or `&&` (`echo hello from $(hostname); sleep 10`): the sum of its sleeps. None when it
+/// does anything else, since its outcome cannot be known.
+fn script_sleep(script: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut slept = false;
+    for statement in script.split(';').flat_map(|s| s.split("&&")) {
+        let words: Vec<&str> = statement.split_whitespace().collect();
+        match words.as_slice() {
+            [] => {}
+            ["echo", ..] => {}
+            ["sleep", n] => {
+                total += parse_sleep(n)?;
+                slept = true;
+            }
+            _ => return None,
+        }
+    }
+    slept.then_some(total)
+}
+
 /// How long the first container of a pod sleeps, when its command is `sleep N` directly
-/// (`["sleep", "5"]`) or through a shell (`["sh", "-c", "sleep 5"]`, the script being just
-/// that). None when it does anything else.
+/// (`["sleep", "5"]`) or through a shell (`["sh", "-c", "echo hi; sleep 5"]`, see
+/// [`script_sleep`]). None when it does anything else.
 pub fn sleep_duration(pod: &Value) -> Option<Duration> {
     let container = pod.pointer("/spec/containers/0")?;
     let mut argv = strings(container.get("command"));
@@ -82,11 +103,7 @@ pub fn sleep_duration(pod: &Value) -> Option<Duration> {
             if matches!(program(shell).as_str(), "sh" | "bash" | "ash" | "dash")
                 && flag == "-c" =>
         {
-            let script = script.trim().trim_end_matches(';').trim();
-            match script.split_whitespace().collect::<Vec<_>>().as_slice() {
-                ["sleep", n] => parse_sleep(n),
-                _ => None,
-            }
+            script_sleep(script)
         }
         _ => None,
     }
@@ -131,6 +148,15 @@ mod tests {
         );
         assert_eq!(d(json!({"command": ["sleep", "infinity"]})), None);
         assert_eq!(d(json!({"command": ["sh", "-c", "sleep 5; exit 1"]})), None);
+        assert_eq!(
+            d(json!({"command": ["sh", "-c", "echo hello from $(hostname); sleep 10"]})),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            d(json!({"command": ["sh", "-c", "sleep 1 && echo done && sleep 2;"]})),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(d(json!({"command": ["sh", "-c", "echo only"]})), None);
         assert_eq!(d(json!({"command": ["python", "train.py"]})), None);
     }
 }
