@@ -174,6 +174,22 @@ async fn metrics_server(
     Ok(())
 }
 
+/// Waits for SIGTERM or Ctrl-C, then stops the component (which finishes what is in flight)
+/// and the elector (which releases the lease).
+async fn until_signal<E>(
+    run: tokio::task::JoinHandle<E>,
+    trigger: tokio::sync::watch::Sender<bool>,
+    elector: Option<tokio::task::JoinHandle<()>>,
+) {
+    shutdown_signal().await;
+    tracing::warn!("stopping: finishing the work in flight and releasing the lease");
+    let _ = trigger.send(true);
+    let _ = run.await;
+    if let Some(e) = elector {
+        let _ = e.await;
+    }
+}
+
 /// Runs the scheduler until it is told to stop.
 pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
     let conf = match &args.scheduler_conf {
@@ -205,13 +221,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
             metrics,
         );
         let run = tokio::spawn(rt.run(leader, ready, stop));
-        shutdown_signal().await;
-        tracing::warn!("stopping: finishing the session in flight and releasing the lease");
-        let _ = trigger.send(true);
-        let _ = run.await;
-        if let Some(e) = elector {
-            let _ = e.await;
-        }
+        until_signal(run, trigger, elector).await;
         Ok(())
     })
 }
@@ -236,13 +246,7 @@ pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failur
             metrics,
         );
         let run = tokio::spawn(rt.run(leader, ready, stop));
-        shutdown_signal().await;
-        tracing::warn!("stopping: releasing the lease");
-        let _ = trigger.send(true);
-        let _ = run.await;
-        if let Some(e) = elector {
-            let _ = e.await;
-        }
+        until_signal(run, trigger, elector).await;
         Ok(())
     })
 }

@@ -4,40 +4,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// Parses a Go duration (`30s`, `2m`, `1h30m`, `1.5h`, `500ms`, `0`).
+/// Parses a Go duration (`30s`, `2m`, `1h30m`, `1.5h`, `500ms`, `0`), as the controllers
+/// read lifecycle timeouts.
 pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += number * scale;
-    }
-    Duration::try_from_secs_f64(total).ok()
+    volcano_controllers::time::parse_duration(s.trim())
 }
 
 /// Parses the operand of `sleep`: seconds with an optional `s|m|h|d` suffix; `infinity` and
