@@ -53,6 +53,12 @@ pub struct UpArgs {
     /// Where the scheduler's and controllers' `/metrics` are served, if anywhere.
     #[arg(long = "listen-address")]
     pub listen_address: Option<SocketAddr>,
+    /// Run no scheduler inside: schedule with `volcano scheduler --kubeconfig ...` instead.
+    #[arg(long = "no-scheduler")]
+    pub no_scheduler: bool,
+    /// Run no controllers inside: run `volcano controller-manager --kubeconfig ...` instead.
+    #[arg(long = "no-controllers")]
+    pub no_controllers: bool,
 }
 
 /// Writes `text` to `path` whole: a reader never sees half a kubeconfig.
@@ -142,8 +148,12 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
             &id,
             ctl_metrics,
         );
-        let s = tokio::spawn(scheduler.run(Leadership::always(), ready.clone(), stop.clone()));
-        let c = tokio::spawn(controllers.run(Leadership::always(), Readiness::default(), stop));
+        let s = (!args.no_scheduler).then(|| {
+            tokio::spawn(scheduler.run(Leadership::always(), ready.clone(), stop.clone()))
+        });
+        let c = (!args.no_controllers).then(|| {
+            tokio::spawn(controllers.run(Leadership::always(), Readiness::default(), stop))
+        });
 
         write_atomically(&args.kubeconfig_out, &kubeconfig(&url)).map_err(|e| {
             Failure::Input(format!(
@@ -172,8 +182,9 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         shutdown_signal().await;
         eprintln!("volcano up: stopping");
         let _ = trigger.send(true);
-        let _ = s.await;
-        let _ = c.await;
+        for task in [s, c].into_iter().flatten() {
+            let _ = task.await;
+        }
         kubelets.stop();
         server.shutdown().await;
         Ok(())

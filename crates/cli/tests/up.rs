@@ -34,12 +34,20 @@ impl Drop for Up {
 }
 
 fn start_up() -> Up {
-    let dir = std::env::temp_dir().join(format!("volcano-up-test-{}", std::process::id()));
+    start_up_with(&[])
+}
+
+fn start_up_with(extra: &[&str]) -> Up {
+    // One directory per `volcano up`: the tests of this file run in parallel.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("volcano-up-test-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");
     let child = Command::new(env!("CARGO_BIN_EXE_volcano"))
         .args(["up", "--listen", "127.0.0.1:0", "--nodes", "2"])
         .args(["--pod-startup", "200ms", "--schedule-period", "200ms"])
+        .args(extra)
         .arg("--kubeconfig-out")
         .arg(&kubeconfig)
         .stdout(Stdio::null())
@@ -254,4 +262,78 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
         let phase = String::from_utf8_lossy(&out.stdout).into_owned();
         (phase == "Completed", phase)
     });
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_scheduler_and_controller_manager_binaries_run_a_job_against_an_api_server() {
+    let Some(kubectl) = kubectl_bin() else {
+        assert!(
+            std::env::var_os("VOLCANO_REQUIRE_KUBECTL").is_none(),
+            "VOLCANO_REQUIRE_KUBECTL is set but no kubectl runs (set KUBECTL)"
+        );
+        eprintln!("note: no kubectl on PATH (set KUBECTL); the kubectl end-to-end test is skipped");
+        return;
+    };
+    let up = start_up_with(&["--no-scheduler", "--no-controllers"]);
+    let kc = up.kubeconfig.clone();
+    let component = |args: &[&str]| {
+        Killed(
+            Command::new(env!("CARGO_BIN_EXE_volcano"))
+                .args(args)
+                .arg("--kubeconfig")
+                .arg(&kc)
+                .args([
+                    "--leader-elect-lease-duration",
+                    "2s",
+                    "--leader-elect-renew-deadline",
+                    "1s",
+                ])
+                .args(["--leader-elect-retry-period", "200ms"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _controllers = component(&["controller-manager"]);
+    let _scheduler = component(&["scheduler", "--schedule-period", "200ms"]);
+    let file = up.dir.join("bin.yaml");
+    std::fs::write(&file, job_yaml("by-binaries", "default", 1)).unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
+        "kubectl apply",
+    );
+    eventually(40, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "vcjob",
+                "by-binaries",
+                "-o",
+                "jsonpath={.status.state.phase}",
+            ],
+        );
+        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
+        (phase == "Completed", phase)
+    });
+    let leases = ok(
+        &run(&kubectl, &kc, &["-n", "volcano-system", "get", "leases"]),
+        "kubectl get leases",
+    );
+    assert!(
+        leases.contains("volcano-scheduler") && leases.contains("volcano-controllers"),
+        "{leases}"
+    );
 }
