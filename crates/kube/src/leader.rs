@@ -135,6 +135,13 @@ impl Elector {
                     }
                 }
                 // A failed renewal keeps the earlier deadline: leadership runs out on its own.
+                Err(KubeError::Api(s)) if s.code == 404 => tracing::error!(
+                    lease = %self.cfg.name,
+                    namespace = %self.cfg.namespace,
+                    "cannot create the leader-election Lease: namespace {} does not exist \
+                     (create it, pass --lock-object-namespace, or --leader-elect=false)",
+                    self.cfg.namespace
+                ),
                 Err(e) => tracing::warn!(lease = %self.cfg.name, error = %e, "lease update failed"),
             }
             tokio::select! {
