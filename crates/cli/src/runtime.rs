@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use kube::Client;
 use prometheus_client::registry::Registry;
 use volcano_controllers::manager::ManagerOptions;
@@ -88,21 +87,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration (examples: 1s, 500ms, 1m30s)"))
 }
 
-/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster).
-pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("{}: cannot read the kubeconfig", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .with_context(|| format!("{}: unusable kubeconfig", path.display()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no kubeconfig found (KUBECONFIG, ~/.kube/config) and not in a cluster")?,
-    };
-    Client::try_from(config).context("cannot build a Kubernetes client")
+/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster). No read
+/// timeout: watches stay open for minutes.
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, Failure> {
+    let config = crate::vcctl::client::load_config(kubeconfig).await?;
+    Client::try_from(config)
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot build a Kubernetes client: {e}")))
 }
 
 /// This replica's identity: the host name (the pod name in a cluster) and a unique suffix.
@@ -197,9 +187,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
         None => ConfSource::builtin(),
     };
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref())
-            .await
-            .map_err(Failure::Internal)?;
+        let client = client(args.common.kubeconfig.as_deref()).await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();
@@ -229,9 +217,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
 /// Runs the controllers until they are told to stop.
 pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failure> {
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref())
-            .await
-            .map_err(Failure::Internal)?;
+        let client = client(args.common.kubeconfig.as_deref()).await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();

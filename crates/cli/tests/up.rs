@@ -19,6 +19,33 @@ fn kubectl_bin() -> Option<String> {
         .map(|_| bin)
 }
 
+/// kubectl, or None (with a note) where none runs; CI sets `VOLCANO_REQUIRE_KUBECTL` so the
+/// tests cannot skip there.
+fn kubectl_or_skip() -> Option<String> {
+    let found = kubectl_bin();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("VOLCANO_REQUIRE_KUBECTL").is_none(),
+            "VOLCANO_REQUIRE_KUBECTL is set but no kubectl runs (set KUBECTL)"
+        );
+        eprintln!("note: no kubectl on PATH (set KUBECTL); the kubectl end-to-end test is skipped");
+    }
+    found
+}
+
+/// Waits for a Volcano Job to reach `phase`, reading it with kubectl.
+fn wait_for_phase(kubectl: &str, kc: &Path, job: &str, phase: &str, secs: u64) {
+    eventually(secs, || {
+        let out = run(
+            kubectl,
+            kc,
+            &["get", "vcjob", job, "-o", "jsonpath={.status.state.phase}"],
+        );
+        let seen = String::from_utf8_lossy(&out.stdout).into_owned();
+        (seen == phase, seen)
+    });
+}
+
 struct Up {
     child: Child,
     kubeconfig: PathBuf,
@@ -139,12 +166,7 @@ spec:
 
 #[test]
 fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jobs() {
-    let Some(kubectl) = kubectl_bin() else {
-        assert!(
-            std::env::var_os("VOLCANO_REQUIRE_KUBECTL").is_none(),
-            "VOLCANO_REQUIRE_KUBECTL is set but no kubectl runs (set KUBECTL)"
-        );
-        eprintln!("note: no kubectl on PATH (set KUBECTL); the kubectl end-to-end test is skipped");
+    let Some(kubectl) = kubectl_or_skip() else {
         return;
     };
     let up = start_up();
@@ -167,21 +189,7 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
         "kubectl apply",
     );
     assert!(applied.contains("hello"), "{applied}");
-    eventually(40, || {
-        let out = run(
-            &kubectl,
-            &kc,
-            &[
-                "get",
-                "vcjob",
-                "hello",
-                "-o",
-                "jsonpath={.status.state.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
-        (phase == "Completed", phase)
-    });
+    wait_for_phase(&kubectl, &kc, "hello", "Completed", 40);
     let pods = ok(
         &run(&kubectl, &kc, &["get", "pods", "-o", "wide"]),
         "kubectl get pods",
@@ -247,21 +255,7 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
     );
     assert!(list.contains("held") && list.contains("Pending"), "{list}");
 
-    eventually(30, || {
-        let out = run(
-            &kubectl,
-            &kc,
-            &[
-                "get",
-                "vcjob",
-                "hello-gang",
-                "-o",
-                "jsonpath={.status.state.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
-        (phase == "Completed", phase)
-    });
+    wait_for_phase(&kubectl, &kc, "hello-gang", "Completed", 30);
 }
 
 /// A child process killed when the test ends, however it ends.
@@ -276,12 +270,7 @@ impl Drop for Killed {
 
 #[test]
 fn the_scheduler_and_controller_manager_binaries_run_a_job_against_an_api_server() {
-    let Some(kubectl) = kubectl_bin() else {
-        assert!(
-            std::env::var_os("VOLCANO_REQUIRE_KUBECTL").is_none(),
-            "VOLCANO_REQUIRE_KUBECTL is set but no kubectl runs (set KUBECTL)"
-        );
-        eprintln!("note: no kubectl on PATH (set KUBECTL); the kubectl end-to-end test is skipped");
+    let Some(kubectl) = kubectl_or_skip() else {
         return;
     };
     let up = start_up_with(&["--no-scheduler", "--no-controllers"]);
@@ -313,21 +302,7 @@ fn the_scheduler_and_controller_manager_binaries_run_a_job_against_an_api_server
         &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
         "kubectl apply",
     );
-    eventually(40, || {
-        let out = run(
-            &kubectl,
-            &kc,
-            &[
-                "get",
-                "vcjob",
-                "by-binaries",
-                "-o",
-                "jsonpath={.status.state.phase}",
-            ],
-        );
-        let phase = String::from_utf8_lossy(&out.stdout).into_owned();
-        (phase == "Completed", phase)
-    });
+    wait_for_phase(&kubectl, &kc, "by-binaries", "Completed", 40);
     let leases = ok(
         &run(&kubectl, &kc, &["-n", "volcano-system", "get", "leases"]),
         "kubectl get leases",

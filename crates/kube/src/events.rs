@@ -22,20 +22,25 @@ fn api_version(kind: &str) -> &'static str {
     }
 }
 
-/// The object an event's `Kind/namespace/name` (or `Kind/name`) names.
-pub fn reference(object: &str, uid: Option<String>) -> Option<ObjectReference> {
+/// The parts of an event's `Kind/namespace/name` (or `Kind/name` for cluster-scoped kinds).
+pub fn parse_object(object: &str) -> Option<(&str, Option<&str>, &str)> {
     let mut parts = object.splitn(3, '/');
     let kind = parts.next()?;
-    let (namespace, name) = match (parts.next(), parts.next()) {
-        (Some(ns), Some(name)) => (Some(ns.to_string()), name.to_string()),
-        (Some(name), None) => (None, name.to_string()),
-        _ => return None,
-    };
+    match (parts.next(), parts.next()) {
+        (Some(ns), Some(name)) => Some((kind, Some(ns), name)),
+        (Some(name), None) => Some((kind, None, name)),
+        _ => None,
+    }
+}
+
+/// The object an event's `Kind/namespace/name` (or `Kind/name`) names.
+pub fn reference(object: &str, uid: Option<String>) -> Option<ObjectReference> {
+    let (kind, namespace, name) = parse_object(object)?;
     Some(ObjectReference {
         api_version: Some(api_version(kind).to_string()),
         kind: Some(kind.to_string()),
-        namespace,
-        name: Some(name),
+        namespace: namespace.map(str::to_string),
+        name: Some(name.to_string()),
         uid,
         ..Default::default()
     })

@@ -33,9 +33,11 @@ pub struct Cluster {
     pub server: String,
 }
 
-/// Builds the client; nothing is sent yet, so an unreachable server shows on the first request.
-pub async fn connect(args: &ConnectionArgs) -> Result<Cluster, Failure> {
-    let mut config = match &args.kubeconfig {
+/// The client configuration from `--kubeconfig`, else inferred as kubectl does (`KUBECONFIG`,
+/// `~/.kube/config`, the in-cluster service account). Shared with `volcano scheduler` and
+/// `volcano controller-manager`.
+pub async fn load_config(kubeconfig: Option<&std::path::Path>) -> Result<Config, Failure> {
+    Ok(match kubeconfig {
         Some(path) => {
             let named = |e: &dyn std::error::Error| {
                 Failure::Input(format!("--kubeconfig {}: {}", path.display(), chain(e)))
@@ -51,7 +53,12 @@ pub async fn connect(args: &ConnectionArgs) -> Result<Cluster, Failure> {
                 chain(&e)
             ))
         })?,
-    };
+    })
+}
+
+/// Builds the client; nothing is sent yet, so an unreachable server shows on the first request.
+pub async fn connect(args: &ConnectionArgs) -> Result<Cluster, Failure> {
+    let mut config = load_config(args.kubeconfig.as_deref()).await?;
     if let Some(master) = &args.master {
         let bad = |why: String| Failure::Input(format!("--master {master:?}: {why}"));
         config.cluster_url = master.parse().map_err(|e| bad(format!("not a URL: {e}")))?;

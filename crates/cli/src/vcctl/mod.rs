@@ -9,7 +9,7 @@ use volcano_api::bus::BusAction;
 use crate::Failure;
 
 mod bus;
-mod client;
+pub(crate) mod client;
 mod describe;
 mod job;
 mod job_file;

@@ -21,6 +21,15 @@ use volcano_controllers::manager::Watch;
 /// `(namespace, name)`; the namespace is empty for cluster-scoped kinds.
 pub type Key = (String, String);
 
+/// A decision's `namespace/name` as a key (no namespace means `default`, as the scheduler's
+/// cache reads a pod without one).
+pub fn split_key(k: &str) -> Key {
+    match k.split_once('/') {
+        Some((ns, n)) => (ns.to_string(), n.to_string()),
+        None => ("default".to_string(), k.to_string()),
+    }
+}
+
 /// The key of an object.
 pub fn key_of<K: Resource>(obj: &K) -> Key {
     let m = obj.meta();
@@ -359,6 +368,22 @@ impl ClusterCache {
     /// A PodGroup by key.
     pub fn pod_group(&self, key: &Key) -> Option<&PodGroup> {
         self.pod_groups.get(&self.objects.pod_groups, key)
+    }
+
+    /// The uid of the object an event names (`Kind/ns/name` or `Kind/name`), if cached.
+    pub fn uid_of(&self, object: &str) -> Option<String> {
+        let (kind, ns, name) = crate::events::parse_object(object)?;
+        let key = (ns.unwrap_or_default().to_string(), name.to_string());
+        let o = &self.objects;
+        let meta = match kind {
+            "Pod" => &self.pods.get(&o.pods, &key)?.metadata,
+            "PodGroup" => &self.pod_groups.get(&o.pod_groups, &key)?.metadata,
+            "Job" => &self.jobs.get(&o.jobs, &key)?.metadata,
+            "Queue" => &self.queues.get(&o.queues, &key)?.metadata,
+            "Command" => &self.commands.get(&o.commands, &key)?.metadata,
+            _ => return None,
+        };
+        meta.uid.clone()
     }
 
     /// Records a write this process made to a pod, before its watch event arrives. The

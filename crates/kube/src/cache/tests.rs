@@ -91,3 +91,17 @@ fn an_assumed_write_is_replaced_by_its_watch_event() {
     bound.spec.as_mut().unwrap().node_name = Some("n1".into());
     assert_eq!(c.apply(Update::Pod(Event::Apply(bound))).len(), 1);
 }
+
+#[test]
+fn an_event_object_finds_its_uid_in_the_cache() {
+    let mut c = ClusterCache::default();
+    let mut p = pod("a", "1");
+    p.metadata.uid = Some("uid-a".into());
+    c.apply(Update::Pod(Event::Apply(p)));
+    assert_eq!(c.uid_of("Pod/ns/a").as_deref(), Some("uid-a"));
+    assert_eq!(c.uid_of("Pod/ns/missing"), None);
+    assert_eq!(c.uid_of("Node/n1"), None);
+    assert_eq!(c.uid_of("garbage"), None);
+    assert_eq!(split_key("ns/a"), key("a"));
+    assert_eq!(split_key("lone"), ("default".into(), "lone".into()));
+}

@@ -19,7 +19,7 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_controllers::change::{Change, Owned};
 
 use crate::cache::Update;
-use crate::scheduler::writes::replace_status;
+use crate::scheduler::writes::{replace_member, replace_status};
 
 /// Why a change was not made.
 #[derive(Debug, thiserror::Error)]
@@ -91,14 +91,20 @@ where
     }
 }
 
-async fn delete<K>(api: Api<K>, what: String, name: &str) -> Result<(), ChangeError>
+/// Deletes `namespace/name` of kind `K`; gone already counts as done.
+async fn delete<K>(client: &Client, namespace: &str, name: &str) -> Result<(), ChangeError>
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
 {
-    match api.delete(name, &DeleteParams::background()).await {
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    match ns::<K>(client, namespace)
+        .delete(name, &DeleteParams::background())
+        .await
+    {
         Ok(_) => Ok(()),
         Err(e) if code(&e) == Some(404) => Ok(()),
-        Err(e) => Err(api_err(what, e)),
+        Err(e) => Err(api_err(format!("delete {kind} {namespace}/{name}"), e)),
     }
 }
 
@@ -132,12 +138,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             applied(Update::Pod(watcher::Event::Apply(p)))
         }
         Change::DeletePod { namespace, name } => {
-            delete(
-                ns::<Pod>(client, namespace),
-                format!("delete Pod {namespace}/{name}"),
-                name,
-            )
-            .await?;
+            delete::<Pod>(client, namespace, name).await?;
             Ok(Vec::new())
         }
         Change::CreatePodGroup(pg) => match create::<PodGroup>(client, pg).await? {
@@ -150,12 +151,10 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             spec,
         } => {
             let what = format!("update PodGroup {namespace}/{name} spec");
-            let patch: json_patch::Patch =
-                serde_json::from_value(json!([{"op": "add", "path": "/spec", "value": spec}]))
-                    .map_err(|e| ChangeError::Encode {
-                        what: what.clone(),
-                        source: e,
-                    })?;
+            let patch = replace_member("/spec", spec).map_err(|e| ChangeError::Encode {
+                what: what.clone(),
+                source: e,
+            })?;
             let p = ns::<PodGroup>(client, namespace)
                 .patch(name, &pp, &Patch::Json::<()>(patch))
                 .await
@@ -163,12 +162,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             applied(Update::PodGroup(watcher::Event::Apply(p)))
         }
         Change::DeletePodGroup { namespace, name } => {
-            delete(
-                ns::<PodGroup>(client, namespace),
-                format!("delete PodGroup {namespace}/{name}"),
-                name,
-            )
-            .await?;
+            delete::<PodGroup>(client, namespace, name).await?;
             Ok(Vec::new())
         }
         Change::UpdateJobStatus {
@@ -188,12 +182,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             applied(Update::Job(watcher::Event::Apply(j)))
         }
         Change::DeleteJob { namespace, name } => {
-            delete(
-                ns::<Job>(client, namespace),
-                format!("delete Job {namespace}/{name}"),
-                name,
-            )
-            .await?;
+            delete::<Job>(client, namespace, name).await?;
             Ok(Vec::new())
         }
         Change::PatchQueueState { name, state } => {
@@ -229,12 +218,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             applied(Update::Queue(watcher::Event::Apply(q)))
         }
         Change::DeleteCommand { namespace, name } => {
-            delete(
-                ns::<Command>(client, namespace),
-                format!("delete Command {namespace}/{name}"),
-                name,
-            )
-            .await?;
+            delete::<Command>(client, namespace, name).await?;
             Ok(Vec::new())
         }
         Change::Create(owned) => {
@@ -262,16 +246,13 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
             namespace,
             name,
         } => {
-            let what = format!("delete {kind} {namespace}/{name}");
             match *kind {
-                "Service" => delete(ns::<Service>(client, namespace), what, name).await?,
-                "ConfigMap" => delete(ns::<ConfigMap>(client, namespace), what, name).await?,
-                "Secret" => delete(ns::<Secret>(client, namespace), what, name).await?,
-                "NetworkPolicy" => {
-                    delete(ns::<NetworkPolicy>(client, namespace), what, name).await?
-                }
+                "Service" => delete::<Service>(client, namespace, name).await?,
+                "ConfigMap" => delete::<ConfigMap>(client, namespace, name).await?,
+                "Secret" => delete::<Secret>(client, namespace, name).await?,
+                "NetworkPolicy" => delete::<NetworkPolicy>(client, namespace, name).await?,
                 "PersistentVolumeClaim" => {
-                    delete(ns::<PersistentVolumeClaim>(client, namespace), what, name).await?
+                    delete::<PersistentVolumeClaim>(client, namespace, name).await?
                 }
                 _ => tracing::warn!(kind, "no API for deleting this kind; skipped"),
             }

@@ -179,7 +179,7 @@ impl ControllerRuntime {
     async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> bool {
         for c in changes {
             if let Change::Event(e) = c {
-                let uid = self.uid_of(&e.object);
+                let uid = self.cache.uid_of(&e.object);
                 self.events.send(e.clone(), uid);
                 continue;
             }
@@ -204,37 +204,5 @@ impl ControllerRuntime {
             }
         }
         true
-    }
-
-    fn uid_of(&self, object: &str) -> Option<String> {
-        let mut parts = object.splitn(3, '/');
-        let kind = parts.next()?;
-        let a = parts.next()?;
-        let objs = self.cache.objects();
-        let named =
-            |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-             ns: Option<&str>,
-             name: &str| {
-                m.name.as_deref() == Some(name)
-                    && ns.is_none_or(|ns| m.namespace.as_deref() == Some(ns))
-            };
-        match (kind, parts.next()) {
-            ("Job", Some(name)) => objs
-                .jobs
-                .iter()
-                .find(|j| named(&j.metadata, Some(a), name))
-                .and_then(|j| j.metadata.uid.clone()),
-            ("PodGroup", Some(name)) => objs
-                .pod_groups
-                .iter()
-                .find(|p| named(&p.metadata, Some(a), name))
-                .and_then(|p| p.metadata.uid.clone()),
-            ("Queue", None) => objs
-                .queues
-                .iter()
-                .find(|q| named(&q.metadata, None, a))
-                .and_then(|q| q.metadata.uid.clone()),
-            _ => None,
-        }
     }
 }

@@ -18,7 +18,7 @@ use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implici
 use volcano_scheduler::framework::{Decisions, Session, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
-use crate::cache::{ClusterCache, Kind};
+use crate::cache::{ClusterCache, Kind, split_key};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{POD_GROUP_PHASES, SchedulerMetrics, label};
@@ -43,14 +43,6 @@ const NOT_ENQUEUED: &str = "NotEnqueued";
 /// A message without its numbers, so a reason whose figures move is not announced again.
 fn reason_part(message: &str) -> String {
     message.chars().filter(|c| !c.is_ascii_digit()).collect()
-}
-
-/// `ns/name` as a cache key.
-fn split_key(k: &str) -> crate::cache::Key {
-    match k.split_once('/') {
-        Some((ns, n)) => (ns.to_string(), n.to_string()),
-        None => ("default".to_string(), k.to_string()),
-    }
 }
 
 /// Objects a snapshot may leave out, one at a time, before the session is given up.

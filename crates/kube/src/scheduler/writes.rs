@@ -16,7 +16,7 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::model::gpu;
 
-use crate::cache::{ClusterCache, Key};
+use crate::cache::{ClusterCache, split_key};
 use crate::events::EventSink;
 use crate::metrics::SchedulerMetrics;
 
@@ -30,14 +30,6 @@ pub struct Writer {
     pub events: EventSink,
     /// Metrics.
     pub metrics: SchedulerMetrics,
-}
-
-/// `ns/name` of a decision, as a cache key.
-fn split(k: &str) -> Key {
-    match k.split_once('/') {
-        Some((ns, n)) => (ns.to_string(), n.to_string()),
-        None => ("default".to_string(), k.to_string()),
-    }
 }
 
 /// What the writes did.
@@ -72,7 +64,7 @@ impl Writer {
         self.pod_group_status(d, cache, &mut w).await;
         self.queue_allocated(d, cache, &mut w).await;
         for e in &d.events {
-            let uid = uid_of(cache, &e.object);
+            let uid = cache.uid_of(&e.object);
             self.events.send(e.clone(), uid);
         }
         w
@@ -80,7 +72,7 @@ impl Writer {
 
     async fn annotate_devices(&self, d: &Decisions, cache: &mut ClusterCache) {
         let jobs = d.gpu_devices.iter().map(|(k, ids)| {
-            let key = split(k);
+            let key = split_key(k);
             let api = self.pods(&key.0);
             let ids = ids.clone();
             async move {
@@ -111,7 +103,7 @@ impl Writer {
 
     async fn bind(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
         let jobs = d.binds.iter().map(|(k, node)| {
-            let key = split(k);
+            let key = split_key(k);
             let api = self.pods(&key.0);
             let node = node.clone();
             async move {
@@ -161,7 +153,7 @@ impl Writer {
 
     async fn evict(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
         let jobs = d.evictions.iter().map(|k| {
-            let key = split(k);
+            let key = split_key(k);
             let api = self.pods(&key.0);
             async move {
                 let r = api.evict(&key.1, &EvictParams::default()).await.map(|_| ());
@@ -202,7 +194,7 @@ impl Writer {
 
     async fn nominate(&self, d: &Decisions, cache: &mut ClusterCache) {
         for (k, node) in &d.nominated {
-            let key = split(k);
+            let key = split_key(k);
             let patch = json!({"status": {"nominatedNodeName": node}});
             match self
                 .pods(&key.0)
@@ -224,7 +216,7 @@ impl Writer {
 
     async fn pod_group_status(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
         for u in d.pod_groups.iter().filter(|u| u.changed) {
-            let key = split(&u.key);
+            let key = split_key(&u.key);
             let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &key.0);
             // The scheduler is the only writer of PodGroup status: the whole status is
             // replaced, so a field that became empty is cleared too.
@@ -324,21 +316,18 @@ where
     out
 }
 
-/// A JSON patch that sets `/status` whole (`add` replaces a member that exists).
+/// A JSON patch that sets the member at `path` whole (`add` replaces a member that exists,
+/// and clears what the new value leaves out, which a merge patch would keep).
+pub fn replace_member<S: serde::Serialize>(
+    path: &str,
+    value: &S,
+) -> Result<json_patch::Patch, serde_json::Error> {
+    serde_json::from_value(json!([{"op": "add", "path": path, "value": value}]))
+}
+
+/// [`replace_member`] of `/status`.
 pub fn replace_status<S: serde::Serialize>(
     status: &S,
 ) -> Result<json_patch::Patch, serde_json::Error> {
-    serde_json::from_value(json!([{"op": "add", "path": "/status", "value": status}]))
-}
-
-/// The uid of the object an event names, from the cache.
-fn uid_of(cache: &ClusterCache, object: &str) -> Option<String> {
-    let mut parts = object.splitn(3, '/');
-    let kind = parts.next()?;
-    let key = (parts.next()?.to_string(), parts.next()?.to_string());
-    match kind {
-        "Pod" => cache.pod(&key)?.metadata.uid.clone(),
-        "PodGroup" => cache.pod_group(&key)?.metadata.uid.clone(),
-        _ => None,
-    }
+    replace_member("/status", status)
 }
