@@ -4,6 +4,7 @@
 //! document, object and field), 1 for an internal error.
 
 mod alloc_vs_load;
+mod bench;
 mod crds;
 mod output;
 mod runtime;
@@ -50,6 +51,8 @@ enum Command {
     /// A local control plane in one process: API server, simulated nodes, scheduler and
     /// controllers; writes a kubeconfig for kubectl.
     Up(Box<up::UpArgs>),
+    /// Time scheduling sessions over a synthetic cluster held in memory.
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// `volcano sim`: a run of a scenario or a generated workload, or one of its experiments.
@@ -139,6 +142,7 @@ fn main() -> ExitCode {
         Command::Job(cmd) => vcctl::run_job(cmd),
         Command::Queue(cmd) => vcctl::run_queue(cmd),
         Command::Up(args) => up::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -75,12 +75,12 @@ impl Dims {
 
     /// A zero vector of this shape.
     pub fn zero(&self) -> Resource {
-        Resource(vec![0; self.len()])
+        Resource(smallvec::smallvec![0; self.len()])
     }
 
     /// A vector with every dimension unbounded.
     pub fn unbounded(&self) -> Resource {
-        Resource(vec![UNBOUNDED; self.len()])
+        Resource(smallvec::smallvec![UNBOUNDED; self.len()])
     }
 
     /// Builds a vector from (name, canonical amount) pairs; unknown names are ignored.
@@ -118,9 +118,13 @@ impl Dims {
     }
 }
 
+/// Dimensions a vector holds without a heap allocation: cpu, memory, pods and one scalar
+/// (a GPU) cover most clusters, and the node scan of every task reads these vectors in place.
+const INLINE_DIMS: usize = 4;
+
 /// An amount of every dimension of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Resource(Vec<i64>);
+pub struct Resource(smallvec::SmallVec<[i64; INLINE_DIMS]>);
 
 impl Resource {
     /// The amount of dimension `i` (zero when absent).

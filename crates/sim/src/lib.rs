@@ -9,9 +9,11 @@
 //! - [`metrics`]: what a simulation measured.
 //! - [`generate`]: synthetic workloads from a `key=value` spec and a seed.
 //! - [`report`]: a run's metrics as one self-contained HTML page.
+//! - [`bench`]: `volcano bench`, sessions over a synthetic cluster, timed.
 //! - [`openb`], [`alloc_vs_load`]: the Alibaba GPU trace and the FGD paper's experiment.
 
 pub mod alloc_vs_load;
+pub mod bench;
 pub mod churn;
 pub mod cluster;
 pub mod generate;

@@ -162,14 +162,14 @@ pub fn select_best_node(
         return gradient
             .iter()
             .copied()
-            .min_by(|a, b| s.node(*a).name.cmp(&s.node(*b).name));
+            .min_by(|a, b| s.node_name_cmp(*a, *b));
     }
     ssn.score_nodes(t, gradient, scores);
     let mut best: Option<(f64, NodeId)> = None;
     for (i, &n) in gradient.iter().enumerate() {
         let score = scores.get(i).copied().unwrap_or(0.0);
         best = match best {
-            Some((bs, bn)) if bs > score || (bs == score && s.node(bn).name <= s.node(n).name) => {
+            Some((bs, bn)) if bs > score || (bs == score && s.node_name_cmp(bn, n).is_le()) => {
                 Some((bs, bn))
             }
             _ => Some((score, n)),

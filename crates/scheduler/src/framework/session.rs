@@ -117,14 +117,14 @@ impl Session {
             .flatten()
             .find_map(|slot| slot.plugin.gpu_devices(&self.snap, t, n))
             .unwrap_or_default();
-        self.snap.tasks[t.idx()].gpu_devices = chosen;
+        self.snap.task_mut(t).gpu_devices = chosen;
     }
 
     /// Allocates `t` on `n` inside a statement.
     pub fn stmt_allocate(&mut self, st: &mut Statement, t: TaskId, n: NodeId) {
         self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Allocated);
-        self.snap.tasks[t.idx()].last_tx_allocated = true;
+        self.snap.task_mut(t).last_tx_allocated = true;
         self.fire_allocate(t);
         st.push_allocate(t, n);
     }
@@ -145,7 +145,7 @@ impl Session {
     ) {
         self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Pipelined);
-        self.snap.tasks[t.idx()].last_tx_allocated = false;
+        self.snap.task_mut(t).last_tx_allocated = false;
         self.fire_allocate(t);
         st.push_pipeline(t, n, eviction_occurred);
     }
@@ -163,7 +163,7 @@ impl Session {
     /// no longer counts (Volcano's predicates plugin drops an evicted pod from its node).
     fn set_evicted_on_node(&mut self, t: TaskId, evicted: bool) {
         if let Some(n) = self.snap.task(t).node {
-            let node = &mut self.snap.nodes[n.idx()];
+            let node = self.snap.node_mut(n);
             if evicted {
                 node.evicted_in_session += 1;
             } else {
@@ -229,7 +229,7 @@ impl Session {
     pub fn allocate(&mut self, t: TaskId, n: NodeId) {
         self.choose_devices(t, n);
         self.snap.place(t, n, TaskStatus::Allocated);
-        self.snap.tasks[t.idx()].last_tx_allocated = true;
+        self.snap.task_mut(t).last_tx_allocated = true;
         self.fire_allocate(t);
         let Some(job) = self.snap.task(t).job else {
             return;

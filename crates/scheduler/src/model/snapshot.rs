@@ -1,29 +1,37 @@
 //! The arenas of one session and the only methods that change task status or node accounting.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo, TaskStatus};
 use crate::resource::{Dims, Resource};
 
 /// Everything one session works on.
+///
+/// Tasks, jobs, nodes and queues are shared with the cache that took the snapshot and copied
+/// one by one when a session first changes them: a snapshot costs a reference per object, and
+/// a session pays only for what it touches.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// The resource dimensions of every vector in the snapshot.
     pub dims: Dims,
     /// Tasks.
-    pub tasks: Vec<TaskInfo>,
+    pub tasks: Vec<Arc<TaskInfo>>,
     /// Jobs.
-    pub jobs: Vec<JobInfo>,
+    pub jobs: Vec<Arc<JobInfo>>,
     /// Nodes, in cache order.
-    pub nodes: Vec<NodeInfo>,
+    pub nodes: Vec<Arc<NodeInfo>>,
     /// Queues.
-    pub queues: Vec<QueueInfo>,
+    pub queues: Vec<Arc<QueueInfo>>,
     /// Σ allocatable of all nodes.
     pub total_resource: Resource,
     /// Queue by name.
-    pub queue_index: HashMap<String, QueueId>,
+    pub queue_index: Arc<HashMap<String, QueueId>>,
     /// Node by name.
-    pub node_index: HashMap<String, NodeId>,
+    pub node_index: Arc<HashMap<String, NodeId>>,
+    /// Each node's place in name order, by node id: ties between nodes are broken by name,
+    /// and comparing two numbers is cheaper than comparing two names.
+    pub node_rank: Arc<Vec<u32>>,
 }
 
 impl Snapshot {
@@ -39,16 +47,43 @@ impl Snapshot {
         &self.jobs[id.idx()]
     }
 
-    /// Mutable job `id`.
+    /// Mutable job `id` (copied first if the cache still shares it).
     #[inline]
     pub fn job_mut(&mut self, id: JobId) -> &mut JobInfo {
-        &mut self.jobs[id.idx()]
+        Arc::make_mut(&mut self.jobs[id.idx()])
+    }
+
+    /// Mutable task `id` (copied first if the cache still shares it).
+    #[inline]
+    pub fn task_mut(&mut self, id: TaskId) -> &mut TaskInfo {
+        Arc::make_mut(&mut self.tasks[id.idx()])
+    }
+
+    /// Mutable node `id` (copied first if the cache still shares it).
+    #[inline]
+    pub fn node_mut(&mut self, id: NodeId) -> &mut NodeInfo {
+        Arc::make_mut(&mut self.nodes[id.idx()])
+    }
+
+    /// Mutable queue `id` (copied first if the cache still shares it).
+    #[inline]
+    pub fn queue_mut(&mut self, id: QueueId) -> &mut QueueInfo {
+        Arc::make_mut(&mut self.queues[id.idx()])
     }
 
     /// The node `id`.
     #[inline]
     pub fn node(&self, id: NodeId) -> &NodeInfo {
         &self.nodes[id.idx()]
+    }
+
+    /// Orders two nodes by name.
+    #[inline]
+    pub fn node_name_cmp(&self, a: NodeId, b: NodeId) -> std::cmp::Ordering {
+        match (self.node_rank.get(a.idx()), self.node_rank.get(b.idx())) {
+            (Some(x), Some(y)) => x.cmp(y),
+            _ => self.node(a).name.cmp(&self.node(b).name),
+        }
     }
 
     /// The queue `id`.
@@ -85,16 +120,16 @@ impl Snapshot {
     /// Changes a task's status, keeping its job's counters and allocated resources current.
     /// Node accounting is not touched (see [`Snapshot::place`] and [`Snapshot::unplace`]).
     pub fn set_status(&mut self, id: TaskId, status: TaskStatus) {
-        let task = &mut self.tasks[id.idx()];
-        let old = task.status;
-        if old == status {
+        if self.tasks[id.idx()].status == status {
             return;
         }
+        let task = self.task_mut(id);
+        let old = task.status;
         task.status = status;
         let best_effort = task.best_effort;
         let Some(jid) = task.job else { return };
         let req = task.resreq.clone();
-        let job = &mut self.jobs[jid.idx()];
+        let job = self.job_mut(jid);
         job.counts[old.idx()] = job.counts[old.idx()].saturating_sub(1);
         job.counts[status.idx()] += 1;
         if best_effort {
@@ -117,11 +152,11 @@ impl Snapshot {
     /// chosen; when none fit it holds none (its node-level request is still counted).
     pub fn place(&mut self, id: TaskId, node: NodeId, status: TaskStatus) {
         self.set_status(id, status);
-        let task = &mut self.tasks[id.idx()];
+        let task = Arc::make_mut(&mut self.tasks[id.idx()]);
         task.node = Some(node);
         let req = task.resreq.clone();
         let nz = task.non_zero;
-        let n = &mut self.nodes[node.idx()];
+        let n = Arc::make_mut(&mut self.nodes[node.idx()]);
         n.add_task(id, status, &req, nz);
         if let (Some(gpu), Some(gpus)) = (&task.gpu, n.gpus.as_deref_mut()) {
             if task.gpu_devices.is_empty() {
@@ -138,14 +173,15 @@ impl Snapshot {
         if let Some(node) = task.node {
             let req = task.resreq.clone();
             let nz = task.non_zero;
-            let n = &mut self.nodes[node.idx()];
+            let n = Arc::make_mut(&mut self.nodes[node.idx()]);
             n.remove_task(id, old, &req, nz);
             if let (Some(gpu), Some(gpus)) = (&task.gpu, n.gpus.as_deref_mut()) {
                 gpus.release(&task.gpu_devices, gpu);
             }
         }
-        self.tasks[id.idx()].node = None;
-        self.tasks[id.idx()].gpu_devices.clear();
+        let task = self.task_mut(id);
+        task.node = None;
+        task.gpu_devices.clear();
         self.set_status(id, status);
     }
 
@@ -157,7 +193,7 @@ impl Snapshot {
             Some(node) => {
                 let req = task.resreq.clone();
                 let nz = task.non_zero;
-                let n = &mut self.nodes[node.idx()];
+                let n = self.node_mut(node);
                 n.remove_task(id, old, &req, nz);
                 n.add_task(id, status, &req, nz);
                 self.set_status(id, status);

@@ -271,10 +271,10 @@ fn cycles_and_missing_parents_are_reported_not_followed() {
         .pending("jd-a-0", "jd", "{cpu: '1'}")
         .snapshot();
     let (x, y, z, w) = (q(&s, "x"), q(&s, "y"), q(&s, "z"), q(&s, "w"));
-    s.queues[x.idx()].parent = "y".into();
-    s.queues[y.idx()].parent = "x".into();
-    s.queues[z.idx()].parent = "z".into();
-    s.queues[w.idx()].parent = "nope".into();
+    s.queue_mut(x).parent = "y".into();
+    s.queue_mut(y).parent = "x".into();
+    s.queue_mut(z).parent = "z".into();
+    s.queue_mut(w).parent = "nope".into();
 
     let problems = check_hierarchy(&s);
     let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();

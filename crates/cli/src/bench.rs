@@ -1,0 +1,113 @@
+//! `volcano bench`: scheduling sessions over a synthetic cluster held in memory, timed.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use volcano_scheduler::conf::SchedulerConf;
+use volcano_sim::bench::{self, BenchReport, BenchSpec};
+
+use crate::{Failure, Format};
+
+/// Flags of `volcano bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Nodes (32 CPUs, 128 GiB, 110 pods each; GPU nodes also 8 GPUs).
+    #[arg(long, default_value_t = 1_000)]
+    pub nodes: usize,
+    /// Pending jobs (PodGroups).
+    #[arg(long, default_value_t = 1_000)]
+    pub jobs: usize,
+    /// Pods per pending job, all of them needed (minMember).
+    #[arg(long, default_value_t = 1)]
+    pub gang: usize,
+    /// Pods already bound and running, spread over the nodes.
+    #[arg(long, default_value_t = 0)]
+    pub running: usize,
+    /// Queues the jobs are spread over.
+    #[arg(long, default_value_t = 4)]
+    pub queues: usize,
+    /// Share (0 to 1) of the nodes with GPUs and of the jobs that ask for a GPU per pod.
+    #[arg(long, default_value_t = 0.0)]
+    pub gpu: f64,
+    /// Seed of the job sizes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Most sessions to run (they stop earlier once nothing is pending or nothing was bound).
+    #[arg(long, default_value_t = 100)]
+    pub max_sessions: u32,
+    /// Scheduler configuration (volcano-scheduler.conf, or a ConfigMap holding one); the
+    /// built-in default when absent.
+    #[arg(long)]
+    pub conf: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: Format,
+}
+
+/// Runs `volcano bench`.
+pub fn run(args: &BenchArgs) -> Result<(), Failure> {
+    if !(0.0..=1.0).contains(&args.gpu) {
+        return Err(Failure::Input(format!(
+            "--gpu: {} is not a share between 0 and 1",
+            args.gpu
+        )));
+    }
+    let conf = match &args.conf {
+        Some(path) => crate::schedule::read_conf_file(path)?,
+        None => SchedulerConf::default_conf(),
+    };
+    let spec = BenchSpec {
+        nodes: args.nodes,
+        jobs: args.jobs,
+        gang: args.gang,
+        running: args.running,
+        queues: args.queues,
+        gpu: args.gpu,
+        seed: args.seed,
+        max_sessions: args.max_sessions,
+    };
+    let report = bench::run(&spec, &conf).map_err(|e| Failure::Internal(e.into()))?;
+    match args.output {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&report)
+                .context("cannot write the report as JSON")
+                .map_err(Failure::Internal)?;
+            println!("{text}");
+        }
+        Format::Text => print!("{}", text(&report)),
+    }
+    Ok(())
+}
+
+fn text(r: &BenchReport) -> String {
+    let s = &r.spec;
+    let mut out = format!(
+        "workload: {} nodes, {} pending jobs of {} pods, {} running pods, {} queues, GPU share {}, seed {}\n",
+        s.nodes, s.jobs, s.gang, s.running, s.queues, s.gpu, s.seed
+    );
+    out += &format!(
+        "bound {} pods ({} left pending), {} jobs whole, in {} sessions\n",
+        r.pods_bound, r.pods_left_pending, r.jobs_placed, r.sessions
+    );
+    out += &format!("throughput: {:.0} pods/s\n", r.pods_per_second);
+    out += &format!(
+        "session: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (snapshot p50 {:.2} ms)\n",
+        r.session_ms_p50, r.session_ms_p99, r.session_ms_max, r.snapshot_ms_p50
+    );
+    if let Some(per_job) = r.ms_per_job {
+        out += &format!("per placed job: {per_job:.4} ms\n");
+    }
+    match r.seconds_to_place_all {
+        Some(t) => out += &format!("all pending pods placed in {t:.3} s of scheduling\n"),
+        None => out += "not every pending pod was placed\n",
+    }
+    out += &format!(
+        "cache: first read of all objects {:.1} ms, {} snapshots rebuilt since\n",
+        r.cache_build_ms, r.snapshots_rebuilt
+    );
+    out += &format!(
+        "peak resident memory: {:.1} MiB\n",
+        r.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+    );
+    out
+}

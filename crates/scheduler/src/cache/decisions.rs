@@ -1,0 +1,76 @@
+//! Decisions back onto the objects.
+
+use std::collections::{BTreeSet, HashMap};
+
+use volcano_api::Objects;
+
+use super::object_key;
+use crate::model::gpu;
+
+/// Applies a session's decisions to the objects as a cluster would: bound pods get their node,
+/// evicted pods are removed, PodGroup status and Queue `allocated` are written. The inverse
+/// step of [`build_snapshot`](super::build_snapshot), for whoever keeps the objects (the CLI driver, tests).
+pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
+    let binds: HashMap<&str, &str> = d
+        .binds
+        .iter()
+        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .collect();
+    let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+    for p in &mut objs.pods {
+        if let Some(node) = binds.get(object_key(&p.metadata).as_str())
+            && let Some(spec) = p.spec.as_mut()
+        {
+            spec.node_name = Some((*node).to_string());
+        }
+    }
+    let nominated: HashMap<&str, &str> = d
+        .nominated
+        .iter()
+        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .collect();
+    for p in &mut objs.pods {
+        if let Some(node) = nominated.get(object_key(&p.metadata).as_str()) {
+            p.status
+                .get_or_insert_with(Default::default)
+                .nominated_node_name = Some((*node).to_string());
+        }
+    }
+    let devices: HashMap<&str, &str> = d
+        .gpu_devices
+        .iter()
+        .map(|(p, v)| (p.as_str(), v.as_str()))
+        .collect();
+    if !devices.is_empty() {
+        for p in &mut objs.pods {
+            if let Some(v) = devices.get(object_key(&p.metadata).as_str()) {
+                p.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(gpu::POD_VGPU_IDS.to_string(), (*v).to_string());
+            }
+        }
+    }
+    objs.pods
+        .retain(|p| !evicted.contains(object_key(&p.metadata).as_str()));
+    let statuses: HashMap<&str, _> = d
+        .pod_groups
+        .iter()
+        .map(|u| (u.key.as_str(), &u.status))
+        .collect();
+    for pg in &mut objs.pod_groups {
+        if let Some(status) = statuses.get(object_key(&pg.metadata).as_str()) {
+            pg.status = Some((*status).clone());
+        }
+    }
+    let allocated: HashMap<&str, _> = d
+        .queues
+        .iter()
+        .map(|q| (q.name.as_str(), &q.allocated))
+        .collect();
+    for q in &mut objs.queues {
+        if let Some(a) = q.metadata.name.as_deref().and_then(|n| allocated.get(n)) {
+            q.status.get_or_insert_with(Default::default).allocated = Some((*a).clone());
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! The scheduler cache: a snapshot kept current from object changes.
+//!
+//! Told of every change to pods, PodGroups, nodes, queues and priority classes, the cache
+//! updates its snapshot in place where the change is local: a pod created, bound, running,
+//! finished or deleted; a PodGroup created, deleted, or its spec or status changed; a node's
+//! labels, taints or conditions; a queue's spec or status. Any other change (a node added or
+//! removed, a new resource name, a priority class, a PodGroup arriving after pods that name
+//! it) drops the kept state, and the next snapshot is built from all objects. A session gets a
+//! copy that shares every object with the cache (see [`Snapshot`]), so taking one costs a
+//! reference per object.
+//!
+//! The kept snapshot holds the same state [`build_snapshot`](super::build_snapshot) would give
+//! for the same objects; only the order of tasks created or deleted since the last build may
+//! differ.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use volcano_api::Objects;
+use volcano_api::k8s_openapi;
+use volcano_api::scheduling::{PodGroup, Queue};
+
+use super::task::{self, group_key};
+use super::{
+    BuildError, Builder, Built, CacheOptions, build, job_info, meta_str, node_info,
+    node_resource_names, pod_group_resource_names, pod_resource_names, queue_info,
+    queue_resource_names,
+};
+use crate::model::{JobId, NodeId, Snapshot, TaskId, TaskStatus};
+use crate::resource::Dims;
+
+/// How the cache has served snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Snapshots copied from the kept state.
+    pub kept: u64,
+    /// Snapshots built from all objects.
+    pub rebuilt: u64,
+}
+
+/// The scheduler cache (see the module documentation).
+pub struct SchedulerCache {
+    opts: CacheOptions,
+    state: Option<Built>,
+    stats: CacheStats,
+}
+
+/// A change the kept state cannot take in place: the next snapshot is built from all objects.
+struct Rebuild;
+
+impl From<BuildError> for Rebuild {
+    fn from(_: BuildError) -> Self {
+        Rebuild
+    }
+}
+
+/// `namespace/name` as the cache keys namespaced objects.
+fn key(m: &ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Whether every name `names` calls back with is a dimension of `dims`.
+fn knows<'a>(dims: &Dims, names: impl FnOnce(&mut dyn FnMut(&'a str))) -> bool {
+    let mut known = true;
+    names(&mut |n: &str| known &= dims.index(n).is_some());
+    known
+}
+
+impl SchedulerCache {
+    /// An empty cache: the first snapshot is built from all objects.
+    pub fn new(opts: CacheOptions) -> Self {
+        SchedulerCache {
+            opts,
+            state: None,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// How snapshots were served so far.
+    pub fn stats(&self) -> CacheStats {
+        self.stats
+    }
+
+    /// Drops the kept state: the next snapshot is built from all objects.
+    pub fn invalidate(&mut self) {
+        self.state = None;
+    }
+
+    /// The snapshot of a session over `objs`, which must be the objects of every change the
+    /// cache was told of. Fails as [`build_snapshot`](super::build_snapshot) does.
+    pub fn snapshot(&mut self, objs: &Objects) -> Result<Snapshot, BuildError> {
+        match &self.state {
+            Some(state) => {
+                self.stats.kept += 1;
+                Ok(state.snap.clone())
+            }
+            None => {
+                let built = build(objs, &self.opts)?;
+                let snap = built.snap.clone();
+                self.state = Some(built);
+                self.stats.rebuilt += 1;
+                Ok(snap)
+            }
+        }
+    }
+
+    /// Takes a change, or drops the kept state when it cannot be taken in place.
+    fn take(&mut self, change: impl FnOnce(&mut Built, &CacheOptions) -> Result<(), Rebuild>) {
+        if let Some(state) = self.state.as_mut()
+            && change(state, &self.opts).is_err()
+        {
+            self.state = None;
+        }
+    }
+
+    /// A pod was created (`old` is `None`), changed, or deleted (`new` is `None`).
+    pub fn pod_changed(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+        self.take(|state, opts| pod_changed(state, opts, old, new));
+    }
+
+    /// A PodGroup was created, changed or deleted.
+    pub fn pod_group_changed(&mut self, old: Option<&PodGroup>, new: Option<&PodGroup>) {
+        self.take(|state, opts| pod_group_changed(state, opts, old, new));
+    }
+
+    /// A node was created, changed or deleted.
+    pub fn node_changed(&mut self, old: Option<&Node>, new: Option<&Node>) {
+        self.take(|state, _| node_changed(state, old, new));
+    }
+
+    /// A queue was created, changed or deleted.
+    pub fn queue_changed(&mut self, old: Option<&Queue>, new: Option<&Queue>) {
+        self.take(|state, _| queue_changed(state, old, new));
+    }
+
+    /// A priority class was created, changed or deleted: priorities of pods and PodGroups
+    /// may all move, so the next snapshot is built from all objects.
+    pub fn priority_class_changed(&mut self) {
+        self.invalidate();
+    }
+}
+
+fn pod_changed(
+    state: &mut Built,
+    opts: &CacheOptions,
+    old: Option<&Pod>,
+    new: Option<&Pod>,
+) -> Result<(), Rebuild> {
+    let Some(k) = new.or(old).map(|p| key(&p.metadata)) else {
+        return Ok(());
+    };
+    if let Some(p) = new
+        && !knows(&state.snap.dims, |add| pod_resource_names(p, add))
+    {
+        return Err(Rebuild);
+    }
+    let made = match new {
+        Some(p) => task::new_task(&state.snap, p, opts, &state.jobs, &state.priorities)?,
+        None => None,
+    };
+    let existing = state.tasks.get(&k).copied();
+    let mut touched: Vec<NodeId> = Vec::with_capacity(2);
+    match (existing, made) {
+        (Some(id), Some((task, status))) => {
+            let was = state.snap.task(id);
+            if was.job != task.job || was.resreq != task.resreq || was.gpu != task.gpu {
+                return Err(Rebuild);
+            }
+            touched.extend(was.node);
+            detach(&mut state.snap, id);
+            task::insert_task(&mut state.snap, id, task, status);
+            touched.extend(state.snap.task(id).node);
+        }
+        (Some(id), None) => {
+            touched.extend(state.snap.task(id).node);
+            remove_task(state, id);
+        }
+        (None, Some((task, status))) => {
+            if task.job.is_none()
+                && let Some(g) = new.and_then(group_key)
+            {
+                state.missing_groups.insert(g);
+            }
+            let id = TaskId(state.snap.tasks.len() as u32);
+            state.tasks.insert(task.key.clone(), id);
+            task::insert_task(&mut state.snap, id, task, status);
+            touched.extend(state.snap.task(id).node);
+        }
+        (None, None) => {}
+    }
+    for n in touched {
+        refresh_out_of_sync(&mut state.snap, n);
+    }
+    Ok(())
+}
+
+/// Takes a task's accounting out of its node and job, leaving it in the arena.
+fn detach(snap: &mut Snapshot, id: TaskId) {
+    snap.unplace(id, TaskStatus::Pending);
+    let task = snap.task(id);
+    let best_effort = task.best_effort;
+    if let Some(j) = task.job {
+        let job = snap.job_mut(j);
+        let pending = &mut job.counts[TaskStatus::Pending.idx()];
+        *pending = pending.saturating_sub(1);
+        if best_effort {
+            job.pending_best_effort = job.pending_best_effort.saturating_sub(1);
+        }
+    }
+}
+
+/// Deletes task `id`: the last task of the arena takes its id.
+fn remove_task(state: &mut Built, id: TaskId) {
+    let snap = &mut state.snap;
+    detach(snap, id);
+    let task = snap.task(id);
+    state.tasks.remove(&task.key);
+    if let Some(j) = task.job {
+        snap.job_mut(j).tasks.retain(|t| *t != id);
+    }
+    let last = TaskId(snap.tasks.len() as u32 - 1);
+    snap.tasks.swap_remove(id.idx());
+    if last == id {
+        return;
+    }
+    let moved = snap.task(id);
+    let (job, node, moved_key) = (moved.job, moved.node, moved.key.clone());
+    let renumber = |ids: &mut Vec<TaskId>| {
+        ids.iter_mut().filter(|t| **t == last).for_each(|t| *t = id);
+    };
+    if let Some(j) = job {
+        renumber(&mut snap.job_mut(j).tasks);
+    }
+    if let Some(n) = node {
+        renumber(&mut snap.node_mut(n).tasks);
+    }
+    state.tasks.insert(moved_key, id);
+}
+
+/// Marks a node out of sync when its pods need more than it has, and back in service when
+/// they fit again.
+fn refresh_out_of_sync(snap: &mut Snapshot, n: NodeId) {
+    let negative = snap.node(n).idle.has_negative();
+    if negative == snap.node(n).out_of_sync {
+        return;
+    }
+    let node = snap.node_mut(n);
+    node.out_of_sync = negative;
+    if negative {
+        tracing::warn!(node = %node.name, "node out of sync: its pods need more than its allocatable; no new pods go there until they fit");
+    } else {
+        tracing::info!(node = %node.name, "node back in sync: its pods fit its allocatable again");
+    }
+}
+
+fn pod_group_changed(
+    state: &mut Built,
+    opts: &CacheOptions,
+    old: Option<&PodGroup>,
+    new: Option<&PodGroup>,
+) -> Result<(), Rebuild> {
+    let Some(k) = new.or(old).map(|pg| key(&pg.metadata)) else {
+        return Ok(());
+    };
+    let existing = state.jobs.get(&k).copied();
+    let Some(pg) = new else {
+        if let Some(j) = existing {
+            remove_job(state, j);
+        }
+        return Ok(());
+    };
+    if !knows(&state.snap.dims, |add| pod_group_resource_names(pg, add)) {
+        return Err(Rebuild);
+    }
+    let info = job_info(
+        &state.snap.dims,
+        pg,
+        opts,
+        &state.snap.queue_index,
+        &state.priorities,
+    )?;
+    match (existing, info) {
+        (Some(j), Some(mut info)) => {
+            let job = state.snap.job_mut(j);
+            info.tasks = std::mem::take(&mut job.tasks);
+            info.counts = job.counts;
+            info.pending_best_effort = job.pending_best_effort;
+            info.allocated = std::mem::take(&mut job.allocated);
+            *job = info;
+        }
+        // Its queue is gone: the job leaves the snapshot, its pods stay on their nodes.
+        (Some(j), None) => remove_job(state, j),
+        (None, Some(info)) => {
+            // Pods that name it are in the snapshot without a job.
+            if state.missing_groups.contains(&k) {
+                return Err(Rebuild);
+            }
+            let j = JobId(state.snap.jobs.len() as u32);
+            state.jobs.insert(k, j);
+            state.snap.jobs.push(Arc::new(info));
+        }
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+/// Deletes job `j`: its tasks stay, job-less, and the last job of the arena takes its id.
+fn remove_job(state: &mut Built, j: JobId) {
+    let snap = &mut state.snap;
+    let job = snap.job(j);
+    let (k, tasks) = (job.key.clone(), job.tasks.clone());
+    for &t in &tasks {
+        snap.task_mut(t).job = None;
+    }
+    if !tasks.is_empty() {
+        state.missing_groups.insert(k.clone());
+    }
+    state.jobs.remove(&k);
+    let last = JobId(snap.jobs.len() as u32 - 1);
+    snap.jobs.swap_remove(j.idx());
+    if last == j {
+        return;
+    }
+    let moved = snap.job(j);
+    let (moved_key, moved_tasks) = (moved.key.clone(), moved.tasks.clone());
+    for t in moved_tasks {
+        snap.task_mut(t).job = Some(j);
+    }
+    state.jobs.insert(moved_key, j);
+}
+
+fn node_changed(state: &mut Built, old: Option<&Node>, new: Option<&Node>) -> Result<(), Rebuild> {
+    // Nodes come and go rarely; every id and the cluster's total would move.
+    let (Some(old), Some(new)) = (old, new) else {
+        return Err(Rebuild);
+    };
+    let name = meta_str(&new.metadata, |m| m.name.as_ref());
+    if old.metadata.name != new.metadata.name
+        || !knows(&state.snap.dims, |add| node_resource_names(new, add))
+    {
+        return Err(Rebuild);
+    }
+    let Some(&n) = state.snap.node_index.get(&name) else {
+        return Err(Rebuild);
+    };
+    let info = node_info(&state.snap.dims, new)?;
+    let kept = state.snap.node(n);
+    if info.allocatable != kept.allocatable || info.gpus.is_some() != kept.gpus.is_some() {
+        return Err(Rebuild);
+    }
+    if let (Some(a), Some(b)) = (&info.gpus, &kept.gpus)
+        && a.devices.len() != b.devices.len()
+    {
+        return Err(Rebuild);
+    }
+    state.snap.node_mut(n).node = info.node;
+    Ok(())
+}
+
+fn queue_changed(
+    state: &mut Built,
+    old: Option<&Queue>,
+    new: Option<&Queue>,
+) -> Result<(), Rebuild> {
+    // A queue added or removed moves ids, and the implicit `root` and default queues.
+    let (Some(old), Some(new)) = (old, new) else {
+        return Err(Rebuild);
+    };
+    let name = meta_str(&new.metadata, |m| m.name.as_ref());
+    if old.metadata.name != new.metadata.name
+        || !knows(&state.snap.dims, |add| queue_resource_names(new, add))
+    {
+        return Err(Rebuild);
+    }
+    let Some(&q) = state.snap.queue_index.get(&name) else {
+        return Err(Rebuild);
+    };
+    let b = Builder {
+        dims: state.snap.dims.clone(),
+        object: format!("Queue {name}"),
+    };
+    *state.snap.queue_mut(q) = queue_info(&b, new)?;
+    Ok(())
+}
