@@ -195,16 +195,8 @@ fn running(spec: &BenchSpec, objects: &mut Objects) {
     }
 }
 
-/// SplitMix64 of the seed and the job index: each job its own stream.
-fn job_seed(seed: u64, index: u64) -> u64 {
-    let mut z = seed ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn pending_job(spec: &BenchSpec, j: usize, objects: &mut Objects) {
-    let mut rng = StdRng::seed_from_u64(job_seed(spec.seed, j as u64));
+    let mut rng = StdRng::seed_from_u64(crate::generate::job_seed(spec.seed, j as u64));
     let cpu = rng.random_range(1..=2);
     let mem_gi = 2 * rng.random_range(1..=2);
     let gpus = u32::from(is_gpu(j, spec));

@@ -12,6 +12,7 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use objects::job_seed;
 pub use spec::{Arrival, DurationDist, IntRange, QueueWeight, SpecError};
 pub use yaml::{YamlError, to_yaml};
 

@@ -62,7 +62,7 @@ pub(super) fn build(spec: &GenerateSpec, seed: u64) -> Objects {
 }
 
 /// SplitMix64 of the seed and the index: independent streams for neighbouring indexes.
-fn job_seed(seed: u64, index: u64) -> u64 {
+pub(crate) fn job_seed(seed: u64, index: u64) -> u64 {
     let mut z = seed ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
