@@ -292,7 +292,7 @@ impl Cluster {
 
 /// `namespace/name` as the scheduler writes a key (a pod without a namespace is in
 /// `default`, as its cache reads it).
-fn key(m: &ObjectMeta) -> String {
+pub(crate) fn key(m: &ObjectMeta) -> String {
     let (ns, name) = ns_name(m);
     format!("{ns}/{name}")
 }

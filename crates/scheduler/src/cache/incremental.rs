@@ -16,7 +16,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi;
 use volcano_api::scheduling::{PodGroup, Queue};
@@ -24,7 +23,7 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use super::task::{self, group_key};
 use super::{
     BuildError, Builder, Built, CacheOptions, build, job_info, meta_str, node_info,
-    node_resource_names, pod_group_resource_names, pod_resource_names, queue_info,
+    node_resource_names, object_key, pod_group_resource_names, pod_resource_names, queue_info,
     queue_resource_names,
 };
 use crate::model::{JobId, NodeId, Snapshot, TaskId, TaskStatus};
@@ -53,15 +52,6 @@ impl From<BuildError> for Rebuild {
     fn from(_: BuildError) -> Self {
         Rebuild
     }
-}
-
-/// `namespace/name` as the cache keys namespaced objects.
-fn key(m: &ObjectMeta) -> String {
-    format!(
-        "{}/{}",
-        m.namespace.as_deref().unwrap_or("default"),
-        m.name.as_deref().unwrap_or_default()
-    )
 }
 
 /// Whether every name `names` calls back with is a dimension of `dims`.
@@ -151,7 +141,7 @@ fn pod_changed(
     old: Option<&Pod>,
     new: Option<&Pod>,
 ) -> Result<(), Rebuild> {
-    let Some(k) = new.or(old).map(|p| key(&p.metadata)) else {
+    let Some(k) = new.or(old).map(|p| object_key(&p.metadata)) else {
         return Ok(());
     };
     if let Some(p) = new
@@ -264,7 +254,7 @@ fn pod_group_changed(
     old: Option<&PodGroup>,
     new: Option<&PodGroup>,
 ) -> Result<(), Rebuild> {
-    let Some(k) = new.or(old).map(|pg| key(&pg.metadata)) else {
+    let Some(k) = new.or(old).map(|pg| object_key(&pg.metadata)) else {
         return Ok(());
     };
     let existing = state.jobs.get(&k).copied();

@@ -196,9 +196,9 @@ pub fn run(spec: &BenchSpec, conf: &SchedulerConf) -> Result<BenchReport, BenchE
 
 /// Pending jobs of the workload whose every pod is bound.
 fn jobs_placed(objects: &volcano_api::Objects) -> usize {
-    use std::collections::HashMap;
-    let mut unbound: HashMap<&str, usize> = HashMap::new();
-    let mut seen: HashMap<&str, ()> = HashMap::new();
+    use std::collections::HashSet;
+    let mut unbound: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for p in &objects.pods {
         let Some(group) = p
             .metadata
@@ -211,17 +211,17 @@ fn jobs_placed(objects: &volcano_api::Objects) -> usize {
         if !group.starts_with("job-") {
             continue;
         }
-        seen.insert(group, ());
+        seen.insert(group);
         let on_node = p
             .spec
             .as_ref()
             .and_then(|s| s.node_name.as_ref())
             .is_some_and(|n| !n.is_empty());
         if !on_node {
-            *unbound.entry(group).or_default() += 1;
+            unbound.insert(group);
         }
     }
-    seen.keys().filter(|g| !unbound.contains_key(*g)).count()
+    seen.difference(&unbound).count()
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use volcano_api::Objects;
-use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_scheduler::cache::SchedulerCache;
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::model::gpu::POD_VGPU_IDS;
+
+use crate::cluster::key as object_key;
 
 /// Objects with an index by `namespace/name` (by name for queues).
 pub struct BenchStore {
@@ -19,27 +20,25 @@ pub struct BenchStore {
     queues: HashMap<String, usize>,
 }
 
-fn key(m: &ObjectMeta) -> String {
-    format!(
-        "{}/{}",
-        m.namespace.as_deref().unwrap_or("default"),
-        m.name.as_deref().unwrap_or_default()
-    )
-}
-
 impl BenchStore {
     /// A store of `objects`.
     pub fn new(objects: Objects) -> Self {
-        let index = |keys: Vec<String>| -> HashMap<String, usize> {
-            keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect()
+        let index = |names: Vec<String>| -> HashMap<String, usize> {
+            names.into_iter().enumerate().map(|(i, k)| (k, i)).collect()
         };
         BenchStore {
-            pods: index(objects.pods.iter().map(|p| key(&p.metadata)).collect()),
+            pods: index(
+                objects
+                    .pods
+                    .iter()
+                    .map(|p| object_key(&p.metadata))
+                    .collect(),
+            ),
             groups: index(
                 objects
                     .pod_groups
                     .iter()
-                    .map(|g| key(&g.metadata))
+                    .map(|g| object_key(&g.metadata))
                     .collect(),
             ),
             queues: index(
@@ -124,7 +123,7 @@ impl BenchStore {
         };
         let old = self.objects.pods.swap_remove(i);
         if let Some(moved) = self.objects.pods.get(i) {
-            self.pods.insert(self::key(&moved.metadata), i);
+            self.pods.insert(object_key(&moved.metadata), i);
         }
         cache.pod_changed(Some(&old), None);
     }
