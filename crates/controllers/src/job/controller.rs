@@ -1,7 +1,7 @@
 //! The job controller's bookkeeping: watch events become requests, requests wait in a work
 //! queue keyed by job, and each turn carries out one request for one job.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use volcano_api::batch::Job;
 use volcano_api::bus::{BusAction, BusEvent};
@@ -31,7 +31,17 @@ pub struct JobController {
     queue: WorkQueue<JobKey>,
     requests: BTreeMap<JobKey, VecDeque<Request>>,
     delayed: BTreeMap<JobKey, Vec<Delayed>>,
-    in_flight: BTreeMap<JobKey, Request>,
+    in_flight: BTreeMap<JobKey, InFlight>,
+    // Jobs whose retries ran out and whose TerminateJob is queued: if that fails too, the
+    // job is dropped rather than terminated again, forever.
+    terminating: BTreeSet<JobKey>,
+}
+
+/// The request a turn is carrying out, and the action it decided on (none for a TTL delete).
+#[derive(Debug)]
+struct InFlight {
+    request: Request,
+    action: Option<BusAction>,
 }
 
 /// One turn of the job controller: the changes for one job, to apply before
@@ -56,6 +66,7 @@ impl JobController {
             requests: BTreeMap::new(),
             delayed: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            terminating: BTreeSet::new(),
         }
     }
 
@@ -99,6 +110,7 @@ impl JobController {
                     );
                     self.requests.remove(&key);
                     self.delayed.remove(&key);
+                    self.terminating.remove(&key);
                 }
             }
             (Some(old), Some(new)) => {
@@ -265,12 +277,19 @@ impl JobController {
                 // The job is gone; what was queued for it is moot.
                 self.requests.remove(&key);
                 self.delayed.remove(&key);
+                self.terminating.remove(&key);
                 self.queue.forget(&key);
                 self.queue.done(&key);
                 continue;
             };
             if let Some(work) = self.collect_if_expired(&key, job, env.now) {
-                self.in_flight.insert(key.clone(), req);
+                self.in_flight.insert(
+                    key.clone(),
+                    InFlight {
+                        request: req,
+                        action: None,
+                    },
+                );
                 return Some(Ok(work));
             }
             let decision = decide(job, &req);
@@ -300,7 +319,13 @@ impl JobController {
                 .map(|s| s.state.phase.as_str())
                 .unwrap_or_default();
             let plan = plan_for(phase, decision.action);
-            self.in_flight.insert(key.clone(), req.clone());
+            self.in_flight.insert(
+                key.clone(),
+                InFlight {
+                    request: req.clone(),
+                    action: Some(decision.action),
+                },
+            );
             return Some(match sync::execute(job, plan, &req, env) {
                 Ok(changes) => Ok(JobWork { key, changes }),
                 Err(e) => Err((key, e)),
@@ -360,36 +385,58 @@ impl JobController {
     }
 
     /// Reports how the changes of a turn went. A failed turn is retried with backoff, its
-    /// request first; after the retry budget it is dropped with a warning event, and the
-    /// job's next watch event starts afresh.
+    /// request first. When the retry budget is spent the job is terminated and its resources
+    /// released, as Volcano does, with a warning event; a TerminateJob that itself runs out of
+    /// retries drops the job from the queue until its next watch event.
     pub fn finish(&mut self, key: &JobKey, ok: bool, now: Instant) -> Option<Event> {
-        let req = self.in_flight.remove(key);
+        let turn = self.in_flight.remove(key);
         if ok {
+            if turn.as_ref().and_then(|t| t.action) == Some(BusAction::TerminateJob) {
+                self.terminating.remove(key);
+            }
             self.queue.forget(key);
             self.queue.done(key);
             self.requeue_if_pending(key);
             return None;
         }
-        if let Some(req) = req {
+        let action = turn.as_ref().and_then(|t| t.action);
+        if let Some(turn) = turn {
             let pending = self.requests.entry(key.clone()).or_default();
-            if !pending.contains(&req) {
-                pending.push_front(req);
+            if !pending.contains(&turn.request) {
+                pending.push_front(turn.request);
             }
         }
         let retry = self.queue.retry(key.clone(), now);
         self.queue.done(key);
-        match retry {
-            Retry::After(_) => None,
-            Retry::GaveUp { attempts } => {
-                self.requests.remove(key);
-                Some(Event {
-                    object: format!("Job/{}/{}", key.0, key.1),
-                    type_: volcano_api::event::EventType::Warning,
-                    reason: "SyncFailed".to_string(),
-                    message: format!("gave up reconciling the job after {attempts} attempts"),
-                })
-            }
-        }
+        let Retry::GaveUp { attempts } = retry else {
+            return None;
+        };
+        self.requests.remove(key);
+        self.delayed.remove(key);
+        let action = action.map_or_else(|| "Sync".to_string(), |a| format!("{a:?}"));
+        let message = if self.terminating.remove(key) {
+            format!(
+                "could not terminate the job after {attempts} attempts; it is dropped from the \
+                 work queue until it next changes"
+            )
+        } else {
+            self.terminating.insert(key.clone());
+            let mut terminate = Request::event(BusEvent::CommandIssued);
+            terminate.action = Some(BusAction::TerminateJob);
+            self.enqueue(key.clone(), terminate);
+            format!(
+                "Job failed on action {action} for retry limit reached ({attempts} attempts); \
+                 terminating it and releasing its resources"
+            )
+        };
+        // Volcano records this as a Normal event; it is a failure, so it is a Warning here,
+        // where `kubectl get events --field-selector type=Warning` finds it.
+        Some(Event {
+            object: format!("Job/{}/{}", key.0, key.1),
+            type_: volcano_api::event::EventType::Warning,
+            reason: "ExecuteAction".to_string(),
+            message,
+        })
     }
 }
 
