@@ -220,9 +220,9 @@ async fn queues_are_cluster_scoped_with_a_status_subresource() {
 
     let applied = queues
         .patch(
-            "default",
+            "team",
             &PatchParams::apply("test"),
-            &Patch::Apply(&queue("default", 1)),
+            &Patch::Apply(&queue("team", 1)),
         )
         .await
         .unwrap();
@@ -234,7 +234,8 @@ async fn queues_are_cluster_scoped_with_a_status_subresource() {
             .unwrap()
             .items
             .len(),
-        2
+        4,
+        "root and default, which every cluster starts with, research and team"
     );
     t.server.shutdown().await;
 }

@@ -256,6 +256,21 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_holds_new_jo
     assert!(list.contains("held") && list.contains("Pending"), "{list}");
 
     wait_for_phase(&kubectl, &kc, "hello-gang", "Completed", 30);
+
+    // A Job Volcano's webhook would refuse is refused, with its reason, and nothing is made.
+    let file = up.dir.join("bad.yaml");
+    let bad = job_yaml("bad", "default", 1).replace("minAvailable: 2", "minAvailable: 5");
+    std::fs::write(&file, bad).unwrap();
+    let out = run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "an invalid job was accepted");
+    assert!(
+        stderr.contains("admission webhook \"validatejob.volcano.sh\" denied the request")
+            && stderr.contains("minAvailable"),
+        "{stderr}"
+    );
+    let jobs = ok(&run(&kubectl, &kc, &["get", "vcjob"]), "kubectl get vcjob");
+    assert!(!jobs.contains("bad"), "{jobs}");
 }
 
 /// A child process killed when the test ends, however it ends.

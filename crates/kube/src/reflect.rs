@@ -1,13 +1,19 @@
 //! Watchers: one task per kind, each sending its watch events to the loop that owns the cache.
 //! A watch that fails is retried with backoff and relists on `410 Gone`, so the cache catches
 //! up with whatever happened while it was down.
+//!
+//! Objects arrive untyped and are read one by one, so an object this program cannot read (a
+//! Queue written without `spec`, a field of the wrong type) is left out with a warning naming
+//! it, instead of failing the whole list and stalling every object of its kind.
 
 use std::fmt::Debug;
 
 use futures::StreamExt;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
@@ -22,6 +28,50 @@ use crate::cache::{Kind, Update};
 /// (back-pressure) rather than growing memory.
 pub const UPDATE_CHANNEL: usize = 4096;
 
+/// Reads a watched object as `K`. A custom resource written without `spec` reads as one with
+/// an empty spec, whose fields take their defaults, as Volcano's Go types would.
+pub fn read_object<K>(obj: DynamicObject) -> Result<K, String>
+where
+    K: Resource + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let id = format!(
+        "{}/{}",
+        obj.metadata.namespace.as_deref().unwrap_or_default(),
+        obj.metadata.name.as_deref().unwrap_or_default()
+    );
+    let mut value = serde_json::to_value(obj).map_err(|e| format!("{id}: {e}"))?;
+    let is_custom = !K::group(&K::DynamicType::default()).is_empty()
+        && !K::group(&K::DynamicType::default()).ends_with("k8s.io");
+    if is_custom
+        && let Some(map) = value.as_object_mut()
+        && !map.get("spec").is_some_and(Value::is_object)
+    {
+        map.insert("spec".into(), Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_value(value).map_err(|e| format!("{id}: {e}"))
+}
+
+/// The event with its object read as `K`; `None` (after a warning) when the object cannot be.
+fn typed<K>(kind: &str, ev: watcher::Event<DynamicObject>) -> Option<watcher::Event<K>>
+where
+    K: Resource + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let read = |obj| {
+        read_object::<K>(obj)
+            .map_err(|e| tracing::warn!(kind, error = %e, "object left out: it cannot be read"))
+            .ok()
+    };
+    Some(match ev {
+        watcher::Event::Apply(o) => watcher::Event::Apply(read(o)?),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(read(o)?),
+        watcher::Event::Delete(o) => watcher::Event::Delete(read(o)?),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    })
+}
+
 fn spawn<K>(
     client: &Client,
     tx: &mpsc::Sender<Update>,
@@ -31,16 +81,20 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default,
 {
-    let api: Api<K> = Api::all(client.clone());
+    let resource = ApiResource::erase::<K>(&K::DynamicType::default());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let tx = tx.clone();
     tokio::spawn(async move {
-        let name = K::kind(&K::DynamicType::default()).to_string();
+        let name = resource.kind.clone();
         let mut stream = watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
             .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(ev) => {
+                    let Some(ev) = typed::<K>(&name, ev) else {
+                        continue;
+                    };
                     if tx.send(wrap(ev)).await.is_err() {
                         return;
                     }

@@ -178,3 +178,65 @@ async fn a_job_its_queue_cannot_admit_gets_an_event_saying_why() {
     sched.stop().await;
     ctl.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_written_without_spec_neither_stalls_the_watch_nor_its_jobs() {
+    let cluster = Cluster::start(1).await;
+    let client = cluster.client();
+    // The CRD does not require `spec`; a typed watch would fail on this object and, with it,
+    // the whole list of queues.
+    let queues: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::discovery::ApiResource::erase::<Queue>(&()),
+    );
+    let bare: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+        "metadata": {"name": "bare"}
+    }))
+    .unwrap();
+    queues.create(&PostParams::default(), &bare).await.unwrap();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    create_job(&client, job("in-bare", "bare", 1, "1", 1)).await;
+    create_job(&client, job("in-default", "default", 1, "1", 1)).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let (done, phases) = eventually(30, async || {
+        let a = job_phase(&jobs.get("in-bare").await.unwrap());
+        let b = job_phase(&jobs.get("in-default").await.unwrap());
+        (a == "Completed" && b == "Completed", (a, b))
+    })
+    .await;
+    assert!(done, "phases {phases:?}");
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_job_is_refused_by_admission_and_nothing_of_it_is_created() {
+    let cluster = Cluster::start(1).await;
+    let client = cluster.client();
+    let mut body = job("bad", "default", 2, "1", 1);
+    body["spec"]["minAvailable"] = serde_json::json!(5);
+    let job: Job = serde_json::from_value(body).unwrap();
+    let err = Api::<Job>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &job)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error: {err}");
+    };
+    assert_eq!(status.code, 400);
+    assert!(
+        status
+            .message
+            .contains("admission webhook \"validatejob.volcano.sh\" denied the request")
+            && status.message.contains("minAvailable"),
+        "{}",
+        status.message
+    );
+    let pgs = Api::<PodGroup>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(pgs.items.is_empty());
+}

@@ -12,6 +12,7 @@
 //! and ownerReference garbage collection. Deletion is always immediate (no grace periods,
 //! finalizers are not waited for).
 
+mod admission;
 pub mod convert;
 pub mod defaults;
 pub mod history;
@@ -133,6 +134,15 @@ impl Store {
             // Creating fixed, valid names in an empty store cannot fail; if it ever did, the
             // namespace would simply be missing and creates in it would say so.
             let _ = store.create(kinds::namespaces(), None, obj, &w);
+        }
+        // The queues Volcano's scheduler creates at start exist from the first moment, so a Job
+        // submitted before the scheduler runs is admitted to `default` rather than refused.
+        if let Some(queues) = kinds::find("queues") {
+            for (name, reclaimable) in [("root", false), ("default", true)] {
+                let obj = serde_json::json!({"metadata": {"name": name},
+                    "spec": {"weight": 1, "reclaimable": reclaimable}});
+                let _ = store.create(queues, None, obj, &w);
+            }
         }
         // Nobody can watch a store before it exists; the history still has these changes.
         store.outbox.clear();

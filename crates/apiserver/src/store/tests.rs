@@ -26,17 +26,34 @@ fn pod(name: &str) -> Value {
            "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
 }
 
+/// A Job the admission rules accept (nine replicas, so `minAvailable` up to 9 is valid), with
+/// the `default` queue it goes to created.
+fn job(s: &mut Store, name: &str, extra: Value) -> Value {
+    if s.get(kind("queues"), None, "default").is_err() {
+        let queue = json!({"metadata": {"name": "default"}, "spec": {"weight": 1}});
+        s.create(kind("queues"), None, queue, &w()).unwrap();
+    }
+    let mut job = json!({"metadata": {"name": name}, "spec": {"minAvailable": 1, "tasks": [
+        {"name": "t", "replicas": 9, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    ]}});
+    json_patch::merge(&mut job, &extra);
+    job
+}
+
 fn rv(object: &Value) -> u64 {
     meta::meta_str(object, "resourceVersion").parse().unwrap()
 }
 
 #[test]
-fn initial_namespaces_exist() {
+fn initial_namespaces_and_queues_exist() {
     let s = store();
     for ns in INITIAL_NAMESPACES {
         assert!(s.namespace_exists(ns));
     }
-    assert_eq!(s.resource_version(), 4);
+    for queue in ["root", "default"] {
+        assert!(s.get(kind("queues"), None, queue).is_ok(), "{queue}");
+    }
+    assert_eq!(s.resource_version(), 6);
 }
 
 #[test]
@@ -146,7 +163,7 @@ fn stale_update_conflicts_and_noop_does_not_bump() {
 fn status_subresource_isolation_and_generation() {
     let mut s = store();
     let jobs = kind("jobs");
-    let job = json!({"metadata": {"name": "j"}, "spec": {"minAvailable": 1}, "status": {"x": 1}});
+    let job = job(&mut s, "j", json!({"status": {"x": 1}}));
     let job = s.create(jobs, Some("default"), job, &w()).unwrap();
     assert!(job.get("status").is_none(), "status is dropped on create");
     // The main resource ignores status but bumps generation on a spec change.
@@ -294,14 +311,8 @@ fn merge_json_and_apply_patches() {
 #[test]
 fn owner_references_are_garbage_collected() {
     let mut s = store();
-    let job = s
-        .create(
-            kind("jobs"),
-            Some("default"),
-            json!({"metadata": {"name": "j"}}),
-            &w(),
-        )
-        .unwrap();
+    let job = job(&mut s, "j", json!({}));
+    let job = s.create(kind("jobs"), Some("default"), job, &w()).unwrap();
     let owner = json!([{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "j",
                         "uid": job["metadata"]["uid"], "controller": true}]);
     let mut p = pod("j-0");
@@ -492,4 +503,98 @@ fn events_are_shared_between_the_core_and_events_apis() {
     s.delete(api, Some("default"), "p.1", &Preconditions::default(), &w())
         .unwrap();
     assert!(s.get(core, Some("default"), "p.1").is_err());
+}
+
+#[test]
+fn a_volcano_job_is_defaulted_on_create() {
+    let mut s = store();
+    let body = job(&mut s, "j", json!({"spec": {"minAvailable": null}}));
+    let made = s.create(kind("jobs"), Some("default"), body, &w()).unwrap();
+    assert_eq!(made["spec"]["queue"], "default");
+    assert_eq!(made["spec"]["schedulerName"], "volcano");
+    assert_eq!(
+        made["spec"]["minAvailable"], 9,
+        "minAvailable is every replica"
+    );
+    assert_eq!(
+        made["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["image"], "x",
+        "what was written is kept"
+    );
+}
+
+#[test]
+fn an_invalid_volcano_job_is_refused_and_not_stored() {
+    let mut s = store();
+    let body = job(&mut s, "j", json!({"spec": {"minAvailable": 10}}));
+    let before = s.resource_version();
+    let err = s
+        .create(kind("jobs"), Some("default"), body, &w())
+        .unwrap_err();
+    assert_eq!(err.code(), 400);
+    let message = err.to_status()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with("admission webhook \"validatejob.volcano.sh\" denied the request:")
+            && message.contains("spec.minAvailable"),
+        "{message}"
+    );
+    assert_eq!(s.resource_version(), before, "nothing was written");
+    assert!(s.get(kind("jobs"), Some("default"), "j").is_err());
+}
+
+#[test]
+fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
+    let mut s = store();
+    let refused = |s: &mut Store, queue: &str| {
+        let body = job(s, "j", json!({"spec": {"queue": queue}}));
+        let err = s
+            .create(kind("jobs"), Some("default"), body, &w())
+            .unwrap_err();
+        err.to_status()["message"].as_str().unwrap().to_string()
+    };
+    assert!(refused(&mut s, "nowhere").contains("unable to find job queue"));
+    assert!(refused(&mut s, "root").contains("can not submit job to root queue"));
+
+    // A queue written without spec reads with the defaults.
+    let closed = json!({"metadata": {"name": "closed"}});
+    let closed = s.create(kind("queues"), None, closed, &w()).unwrap();
+    let mut with_status = (*closed).clone();
+    with_status["status"] = json!({"state": "Closed"});
+    s.update(
+        kind("queues"),
+        None,
+        "closed",
+        with_status,
+        Part::Status,
+        &w(),
+    )
+    .unwrap();
+    let body = job(&mut s, "j", json!({"spec": {"queue": "closed"}}));
+    s.create(kind("jobs"), Some("default"), body, &w())
+        .expect("held Pending by the scheduler, not refused");
+}
+
+#[test]
+fn a_job_update_may_change_only_what_volcano_allows() {
+    let mut s = store();
+    let body = job(&mut s, "j", json!({}));
+    let made = s.create(kind("jobs"), Some("default"), body, &w()).unwrap();
+    let mut scaled = (*made).clone();
+    scaled["spec"]["tasks"][0]["replicas"] = json!(12);
+    scaled["spec"]["minAvailable"] = json!(2);
+    s.update(kind("jobs"), Some("default"), "j", scaled, Part::Main, &w())
+        .unwrap();
+    let patch = json!({"spec": {"tasks": [{"name": "t", "replicas": 12,
+        "template": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}]}});
+    let err = s
+        .patch(
+            kind("jobs"),
+            Some("default"),
+            "j",
+            PatchType::Merge,
+            &patch,
+            Part::Main,
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), 400, "{err:?}");
 }

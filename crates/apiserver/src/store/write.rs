@@ -163,6 +163,7 @@ impl Store {
             global_default: self.global_default_priority(),
         };
         defaults::on_create(kind, &mut object, &priorities)?;
+        self.admit_create(kind, &mut object)?;
         let m = meta_mut(&mut object);
         for field in SERVER_META {
             m.remove(*field);
@@ -281,6 +282,7 @@ impl Store {
                 new = only_status;
             }
             Part::Main => {
+                self.admit_update(kind, &old, &mut new)?;
                 keep_server_meta(&old, &mut new);
                 if kind.status_subresource {
                     copy_status(&old, &mut new);

@@ -1,0 +1,119 @@
+//! Volcano's Job admission webhooks, run in process: a Volcano Job is defaulted
+//! (`mutatejob.volcano.sh`) and validated (`validatejob.volcano.sh`) on create and update, with
+//! the rules of `volcano_controllers::admission`.
+//!
+//! A Job to a queue that is not Open is admitted and waits Pending, where Volcano's webhook
+//! refuses it; a missing queue, the root queue and a parent queue are refused as in Volcano.
+//!
+//! Unlike Volcano, whose mutating webhook runs on create only, defaults are applied on update
+//! too. Otherwise a second `kubectl apply` of an unchanged Job file is refused: kubectl sends
+//! the task list as written, without the `maxRetry` and `minAvailable` the first create
+//! defaulted, and the update rules see those fields change. A refused Job is not stored, and the client
+//! gets the error a cluster running Volcano's webhooks gives: 400, "admission webhook ... denied
+//! the request: <reason>".
+
+use serde_json::Value;
+use volcano_api::batch::Job;
+use volcano_api::scheduling::Queue;
+use volcano_controllers::admission::{
+    self, AdmissionError, check_leaf_queue, check_queue, validate_job_update,
+};
+
+use super::Store;
+use super::meta::meta_str;
+use crate::error::{ApiError, Reason};
+use crate::kinds::{self, KindInfo};
+
+const VALIDATING_WEBHOOK: &str = "validatejob.volcano.sh";
+
+fn is_volcano_job(kind: &KindInfo) -> bool {
+    kind.group == "batch.volcano.sh" && kind.resource == "jobs"
+}
+
+fn denied(e: &AdmissionError) -> ApiError {
+    ApiError::bad_request(format!(
+        "admission webhook \"{VALIDATING_WEBHOOK}\" denied the request: {e}"
+    ))
+}
+
+/// Reads a Job body; a body that is not a Job is invalid, as the CRD's schema would find.
+fn parse_job(kind: &KindInfo, object: &Value) -> Result<Job, ApiError> {
+    serde_json::from_value(object.clone())
+        .map_err(|e| ApiError::invalid(kind, meta_str(object, "name"), &e.to_string()))
+}
+
+/// Applies Volcano's Job defaults to `object` as the webhook's JSON patch would, so fields this
+/// server does not model are kept as written; returns the defaulted Job.
+fn default_in_place(kind: &KindInfo, object: &mut Value) -> Result<Job, ApiError> {
+    let mut job = parse_job(kind, object)?;
+    let internal = |e: &dyn std::fmt::Display| {
+        ApiError::new(
+            Reason::InternalError,
+            format!("defaulting the Job failed: {e}"),
+        )
+    };
+    let before = serde_json::to_value(&job).map_err(|e| internal(&e))?;
+    admission::default_job(&mut job);
+    let after = serde_json::to_value(&job).map_err(|e| internal(&e))?;
+    json_patch::patch(object, &json_patch::diff(&before, &after)).map_err(|e| internal(&e))?;
+    Ok(job)
+}
+
+impl Store {
+    /// Defaults and validates a Job being created; other kinds pass untouched.
+    pub(super) fn admit_create(&self, kind: &KindInfo, object: &mut Value) -> Result<(), ApiError> {
+        if !is_volcano_job(kind) {
+            return Ok(());
+        }
+        let job = default_in_place(kind, object)?;
+        admission::validate_job(&job).map_err(|e| denied(&e))?;
+        let queues = self.queues();
+        let name = job.spec.queue.as_str();
+        let queue = queues
+            .iter()
+            .find(|q| q.metadata.name.as_deref() == Some(name));
+        match check_queue(name, queue) {
+            Ok(()) => {}
+            // Volcano's webhook also refuses a queue that is not Open. Here such a Job is
+            // admitted and held Pending, as the scheduler holds every job of a closed queue: a
+            // user who closes a queue for maintenance sees new work wait rather than fail.
+            Err(_) if queue.is_some() && name != "root" => {}
+            Err(e) => return Err(denied(&e)),
+        }
+        let children = queues.iter().filter(|q| q.spec.parent == name).count();
+        check_leaf_queue(name, children).map_err(|e| denied(&e))
+    }
+
+    /// Defaults and validates an update of a Job: Volcano lets only replicas, minAvailable and
+    /// the priority class change.
+    pub(super) fn admit_update(
+        &self,
+        kind: &KindInfo,
+        old: &Value,
+        new: &mut Value,
+    ) -> Result<(), ApiError> {
+        if !is_volcano_job(kind) || old.get("spec") == new.get("spec") {
+            return Ok(());
+        }
+        let job = default_in_place(kind, new)?;
+        validate_job_update(&parse_job(kind, old)?, &job).map_err(|e| denied(&e))
+    }
+
+    /// The Queues stored. A Queue written without `spec` has the defaults; one that cannot be
+    /// read at all counts as absent.
+    fn queues(&self) -> Vec<Queue> {
+        let Some(kind) = kinds::find("queues") else {
+            return Vec::new();
+        };
+        self.objects[kind.index()]
+            .values()
+            .filter_map(|q| {
+                let mut q = (**q).clone();
+                if let Some(map) = q.as_object_mut() {
+                    map.entry("spec").or_insert_with(|| serde_json::json!({}));
+                }
+                serde_json::from_value(q).ok()
+            })
+            .collect()
+    }
+}
