@@ -106,6 +106,11 @@ fn plugins_of<'a>(
 }
 
 fn sync(job: &Job, plan: Plan, env: &JobEnv<'_, '_>) -> Result<Vec<Change>, SyncError> {
+    if job.status.as_ref().is_none_or(|s| s.state.phase.is_empty())
+        && let Err(e) = crate::admission::validate_job(job)
+    {
+        return Ok(refuse(job, &e, env.now));
+    }
     let view = env.view;
     let ns = job.metadata.namespace.as_deref().unwrap_or_default();
     let name = job.metadata.name.as_deref().unwrap_or_default();
@@ -157,6 +162,30 @@ fn sync(job: &Job, plan: Plan, env: &JobEnv<'_, '_>) -> Result<Vec<Change>, Sync
     apply_rule(plan.rule, &job.spec, &mut status);
     changes.extend(status_change(ns, name, &old, status, env.now));
     Ok(changes)
+}
+
+/// A new Job that Volcano's admission webhook would have refused (on a cluster that runs
+/// none): nothing of it is created, and it fails at once with the reason in its status and one
+/// warning. The phase is persisted, so a restarted controller neither checks nor reports it
+/// again.
+fn refuse(job: &Job, e: &crate::admission::AdmissionError, now: Instant) -> Vec<Change> {
+    let ns = job.metadata.namespace.as_deref().unwrap_or_default();
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    let old = job.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    status.state.phase = job_phase::FAILED.to_string();
+    status.state.reason = "InvalidJob".to_string();
+    status.state.message = e.to_string();
+    let mut changes: Vec<Change> = status_change(ns, name, &old, status, now)
+        .into_iter()
+        .collect();
+    changes.push(Change::Event(Event {
+        object: format!("Job/{ns}/{name}"),
+        type_: EventType::Warning,
+        reason: "InvalidJob".to_string(),
+        message: format!("the job is not valid and will not run: {e}"),
+    }));
+    changes
 }
 
 /// Pods by phase, overall and per task.
