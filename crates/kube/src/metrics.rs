@@ -50,6 +50,9 @@ pub struct SchedulerMetrics {
     pub bind_failures: Counter,
     /// Sessions skipped because this replica is not the leader.
     pub sessions_standby: Counter,
+    /// Session snapshots by `source`: `kept` (brought up to date in place) or `rebuilt` (from
+    /// all objects).
+    pub snapshots: Family<Label, Counter>,
 }
 
 /// The PodGroup phases counted per queue, in [`SchedulerMetrics::queue_pod_groups`] order.
@@ -76,6 +79,7 @@ impl SchedulerMetrics {
             pods_bound: Counter::default(),
             bind_failures: Counter::default(),
             sessions_standby: Counter::default(),
+            snapshots: Family::default(),
         };
         reg.register(
             "volcano_e2e_scheduling_latency_milliseconds",
@@ -153,6 +157,11 @@ impl SchedulerMetrics {
             "volcano_sessions_standby",
             "Session periods skipped because this replica is not the leader",
             m.sessions_standby.clone(),
+        );
+        reg.register(
+            "volcano_snapshots",
+            "Session snapshots, kept current in place or rebuilt from all objects",
+            m.snapshots.clone(),
         );
         m
     }

@@ -56,6 +56,19 @@ async fn a_gang_job_is_bound_runs_and_completes() {
     }
     assert!(sched.ready.is_ready() && ctl.ready.is_ready());
     assert_eq!(sched.metrics.pods_bound.get(), 3);
+    let snapshots = |source: &str| {
+        sched
+            .metrics
+            .snapshots
+            .get_or_create(&[("source", source.to_string())])
+            .get()
+    };
+    assert!(
+        snapshots("kept") > snapshots("rebuilt"),
+        "most sessions keep their snapshot: kept {} rebuilt {}",
+        snapshots("kept"),
+        snapshots("rebuilt")
+    );
     let queue = Api::<Queue>::all(client.clone())
         .get("default")
         .await

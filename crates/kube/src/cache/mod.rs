@@ -108,7 +108,11 @@ pub enum Changed {
     Queue(Option<Box<Queue>>, Option<Box<Queue>>),
     /// A Command appeared.
     Command(Box<Command>),
-    /// Something the controllers do not watch (nodes, priority classes, a deleted Command).
+    /// A node, for the scheduler.
+    Node(Option<Box<Node>>, Option<Box<Node>>),
+    /// A priority class was created, changed or deleted.
+    PriorityClass,
+    /// Something nobody follows (a Command deleted or changed).
     Other,
 }
 
@@ -133,7 +137,7 @@ impl Changed {
                 new: n.as_deref(),
             },
             Changed::Command(c) => Watch::Command(c),
-            Changed::Other => return None,
+            Changed::Node(..) | Changed::PriorityClass | Changed::Other => return None,
         })
     }
 }
@@ -249,6 +253,8 @@ pub struct ClusterCache {
     priority_classes: Indexed,
     commands: Indexed,
     synced: std::collections::BTreeSet<Kind>,
+    /// Every change made since the last [`ClusterCache::take_journal`], when journaling.
+    journal: Option<Vec<Changed>>,
 }
 
 fn boxed<K>(pair: (Option<K>, Option<K>)) -> (Option<Box<K>>, Option<Box<K>>) {
@@ -291,7 +297,10 @@ impl ClusterCache {
                 self.nodes
                     .apply(&mut o.nodes, ev)
                     .into_iter()
-                    .map(|_| Changed::Other)
+                    .map(|p| {
+                        let (a, b) = boxed(p);
+                        Changed::Node(a, b)
+                    })
                     .collect()
             }
             Update::PodGroup(ev) => {
@@ -340,7 +349,7 @@ impl ClusterCache {
                 self.priority_classes
                     .apply(&mut o.priority_classes, ev)
                     .into_iter()
-                    .map(|_| Changed::Other)
+                    .map(|_| Changed::PriorityClass)
                     .collect()
             }
             Update::Command(ev) => {
@@ -357,6 +366,35 @@ impl ClusterCache {
                     .collect()
             }
         };
+        self.record(&changed);
+        changed
+    }
+
+    /// A cache that also keeps a journal of its changes, for a follower that takes them in
+    /// batches (the scheduler's incremental snapshot).
+    pub fn journaling() -> Self {
+        ClusterCache {
+            journal: Some(Vec::new()),
+            ..ClusterCache::default()
+        }
+    }
+
+    /// The changes made since the last call, oldest first; empty when not journaling.
+    pub fn take_journal(&mut self) -> Vec<Changed> {
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn record(&mut self, changed: &[Changed]) {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.extend(changed.iter().cloned());
+        }
+    }
+
+    fn recorded(&mut self, changed: Changed) -> Changed {
+        self.record(std::slice::from_ref(&changed));
         changed
     }
 
@@ -392,10 +430,8 @@ impl ClusterCache {
         let pod = self.pods.get_mut(&mut self.objects.pods, key)?;
         let old = pod.clone();
         change(pod);
-        Some(Changed::Pod(
-            Some(Box::new(old)),
-            Some(Box::new(pod.clone())),
-        ))
+        let changed = Changed::Pod(Some(Box::new(old)), Some(Box::new(pod.clone())));
+        Some(self.recorded(changed))
     }
 
     /// [`ClusterCache::assume_pod`] for a PodGroup.
@@ -407,10 +443,8 @@ impl ClusterCache {
         let pg = self.pod_groups.get_mut(&mut self.objects.pod_groups, key)?;
         let old = pg.clone();
         change(pg);
-        Some(Changed::PodGroup(
-            Some(Box::new(old)),
-            Some(Box::new(pg.clone())),
-        ))
+        let changed = Changed::PodGroup(Some(Box::new(old)), Some(Box::new(pg.clone())));
+        Some(self.recorded(changed))
     }
 
     /// [`ClusterCache::assume_pod`] for a queue.
@@ -419,10 +453,8 @@ impl ClusterCache {
         let q = self.queues.get_mut(&mut self.objects.queues, &key)?;
         let old = q.clone();
         change(q);
-        Some(Changed::Queue(
-            Some(Box::new(old)),
-            Some(Box::new(q.clone())),
-        ))
+        let changed = Changed::Queue(Some(Box::new(old)), Some(Box::new(q.clone())));
+        Some(self.recorded(changed))
     }
 
     /// Takes an object the API server returned from a write as if it had been watched.

@@ -14,11 +14,13 @@ use tokio::time::{Instant, MissedTickBehavior};
 use volcano_api::Objects;
 use volcano_api::keys;
 use volcano_api::scheduling::Queue;
-use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
+use volcano_scheduler::cache::{
+    BuildError, CacheOptions, SchedulerCache, build_snapshot, implicit_queue,
+};
 use volcano_scheduler::framework::{Decisions, Session, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
-use crate::cache::{ClusterCache, Kind, split_key};
+use crate::cache::{Changed, ClusterCache, Kind, split_key};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{POD_GROUP_PHASES, SchedulerMetrics, label};
@@ -71,6 +73,8 @@ pub struct SchedulerOptions {
 pub struct SchedulerRuntime {
     opts: SchedulerOptions,
     cache: ClusterCache,
+    /// The snapshot kept current from the cache's journal, so a session costs what changed.
+    snapshots: SchedulerCache,
     writer: Writer,
     metrics: SchedulerMetrics,
     sessions: u64,
@@ -90,9 +94,14 @@ impl SchedulerRuntime {
             events,
             metrics: metrics.clone(),
         };
+        let snapshots = SchedulerCache::new(CacheOptions {
+            scheduler_names: opts.scheduler_names.clone(),
+            default_queue: opts.default_queue.clone(),
+        });
         SchedulerRuntime {
             opts,
-            cache: ClusterCache::default(),
+            cache: ClusterCache::journaling(),
+            snapshots,
             writer,
             metrics,
             sessions: 0,
@@ -182,12 +191,8 @@ impl SchedulerRuntime {
             scheduler_names: self.opts.scheduler_names.clone(),
             default_queue: self.opts.default_queue.clone(),
         };
-        let snap = match snapshot(self.cache.objects(), &cache_opts) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
-                return;
-            }
+        let Some(snap) = self.take_snapshot(&cache_opts) else {
+            return;
         };
         self.sessions += 1;
         let conf = self.opts.conf.conf().clone();
@@ -233,6 +238,50 @@ impl SchedulerRuntime {
                 "session {}",
                 self.sessions
             );
+        }
+    }
+
+    /// The session's snapshot: the kept one, brought up to date with the cache's journal;
+    /// or, while the implicit queues are missing or an object cannot be read, one built from
+    /// all objects that leaves the unreadable ones out.
+    fn take_snapshot(&mut self, cache_opts: &CacheOptions) -> Option<Snapshot> {
+        for c in self.cache.take_journal() {
+            follow(&mut self.snapshots, &c);
+        }
+        let objs = self.cache.objects();
+        let has_queues = [keys::ROOT_QUEUE, self.opts.default_queue.as_str()]
+            .iter()
+            .all(|n| {
+                objs.queues
+                    .iter()
+                    .any(|q| q.metadata.name.as_deref() == Some(*n))
+            });
+        if has_queues {
+            let before = self.snapshots.stats();
+            if let Ok(snap) = self.snapshots.snapshot(objs) {
+                let source = if self.snapshots.stats().kept > before.kept {
+                    "kept"
+                } else {
+                    "rebuilt"
+                };
+                self.metrics
+                    .snapshots
+                    .get_or_create(&label("source", source))
+                    .inc();
+                return Some(snap);
+            }
+        }
+        self.snapshots.invalidate();
+        self.metrics
+            .snapshots
+            .get_or_create(&label("source", "rebuilt"))
+            .inc();
+        match snapshot(objs, cache_opts) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
+                None
+            }
         }
     }
 
@@ -349,6 +398,20 @@ impl SchedulerRuntime {
                     .set(n);
             }
         }
+    }
+}
+
+/// Tells the scheduler cache of one change to the objects.
+fn follow(snapshots: &mut SchedulerCache, c: &Changed) {
+    match c {
+        Changed::Pod(old, new) => snapshots.pod_changed(old.as_deref(), new.as_deref()),
+        Changed::PodGroup(old, new) => {
+            snapshots.pod_group_changed(old.as_deref(), new.as_deref());
+        }
+        Changed::Queue(old, new) => snapshots.queue_changed(old.as_deref(), new.as_deref()),
+        Changed::Node(old, new) => snapshots.node_changed(old.as_deref(), new.as_deref()),
+        Changed::PriorityClass => snapshots.priority_class_changed(),
+        Changed::Job(..) | Changed::Command(_) | Changed::Other => {}
     }
 }
 
