@@ -175,7 +175,10 @@ pub fn execute(ssn: &mut Session) {
             } else {
                 ssn.stmt_pipeline(&mut stmt, t, node);
             }
-            ssn.snap.job_mut(j).fit_errors.remove(&t);
+            // Read first: a write would copy the job out of the shared snapshot.
+            if ssn.snap.job(j).fit_errors.contains_key(&t) {
+                ssn.snap.job_mut(j).fit_errors.remove(&t);
+            }
             if ssn.job_ready(j) {
                 break;
             }

@@ -82,7 +82,7 @@ impl NodeFinder {
             (Some(j), Some(r)) if cache.enabled => Some((*j, r.clone())),
             _ => None,
         };
-        let mut found = Vec::new();
+        let mut found = Vec::with_capacity(want.min(n));
         let mut processed = 0;
         while processed < n && found.len() < want {
             let nid = NodeId(((self.next + processed) % n) as u32);
@@ -152,11 +152,13 @@ pub fn select_best_node(
 ) -> Option<NodeId> {
     let s = &ssn.snap;
     let req = &s.task(t).resreq;
-    let idle: Vec<NodeId> = candidates
-        .iter()
-        .copied()
-        .filter(|&n| req.fits_in(&s.node(n).idle))
-        .collect();
+    let mut idle: Vec<NodeId> = Vec::with_capacity(candidates.len());
+    idle.extend(
+        candidates
+            .iter()
+            .copied()
+            .filter(|&n| req.fits_in(&s.node(n).idle)),
+    );
     let gradient: &[NodeId] = if idle.is_empty() { candidates } else { &idle };
     if gradient.len() <= 1 || !ssn.has_node_order() {
         return gradient

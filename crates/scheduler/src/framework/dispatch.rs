@@ -71,8 +71,8 @@ impl Session {
 
     /// All enabled predicates must pass; the first failure is returned.
     pub fn predicate(&self, t: TaskId, n: NodeId) -> Result<(), FitReason> {
-        for slot in self.enabled(|f| f.predicate) {
-            if let Some(Err(e)) = slot.plugin.predicate(&self.snap, t, n) {
+        for &(ti, si) in &self.node_checks {
+            if let Some(Err(e)) = self.tiers[ti][si].plugin.predicate(&self.snap, t, n) {
                 return Err(e);
             }
         }

@@ -69,9 +69,14 @@ pub trait Plugin: Send {
     fn pre_predicate(&self, s: &Snapshot, t: TaskId) -> Option<Result<(), FitReason>> {
         None
     }
-    /// Whether `t` may run on `n`.
+    /// Whether `t` may run on `n`. A plugin implementing this must say so in
+    /// [`Plugin::checks_nodes`], or the node scan never asks it.
     fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
         None
+    }
+    /// Whether the plugin has a node predicate (the node scan asks only those that do).
+    fn checks_nodes(&self) -> bool {
+        false
     }
     /// Score of `n` for `t`; scores of all plugins are summed.
     fn node_order(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<f64> {

@@ -45,6 +45,9 @@ pub struct Session {
     /// The configuration in force.
     pub conf: SchedulerConf,
     pub(crate) tiers: Vec<Vec<PluginSlot>>,
+    /// `(tier, slot)` of the enabled plugins with a node predicate, in tier order: the node
+    /// scan asks only these.
+    pub(crate) node_checks: Vec<(usize, usize)>,
     /// Tasks committed for binding, in order.
     pub(crate) binds: Vec<(TaskId, NodeId)>,
     /// Tasks committed for eviction, in order, with the reason naming who takes their place.
@@ -70,6 +73,16 @@ impl Session {
                     })
                     .collect()
             })
+            .collect::<Vec<Vec<PluginSlot>>>();
+        let node_checks = tiers
+            .iter()
+            .enumerate()
+            .flat_map(|(ti, tier)| {
+                tier.iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.flags.predicate && s.plugin.checks_nodes())
+                    .map(move |(si, _)| (ti, si))
+            })
             .collect();
         Session {
             uid: opts.uid,
@@ -78,6 +91,7 @@ impl Session {
             snap,
             conf: conf.clone(),
             tiers,
+            node_checks,
             binds: Vec::new(),
             evictions: Vec::new(),
             nominations: Vec::new(),

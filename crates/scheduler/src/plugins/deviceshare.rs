@@ -91,6 +91,10 @@ impl Plugin for DeviceShare {
         "deviceshare"
     }
 
+    fn checks_nodes(&self) -> bool {
+        self.enabled
+    }
+
     fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
         if !self.enabled {
             return None;

@@ -139,6 +139,10 @@ impl Plugin for Predicates {
         "predicates"
     }
 
+    fn checks_nodes(&self) -> bool {
+        true
+    }
+
     fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
         let node = s.node(n);
         let pod = &s.task(t).pod;
