@@ -1,6 +1,8 @@
 //! Volcano's Job admission webhooks, run in process: a Volcano Job is defaulted
 //! (`mutatejob.volcano.sh`) and validated (`validatejob.volcano.sh`) on create and update, with
-//! the rules of `volcano_controllers::admission`.
+//! the rules of `volcano_controllers::admission`. A refused Job is not stored, and the client
+//! gets the error a cluster running Volcano's webhooks gives: 400, "admission webhook ...
+//! denied the request: <reason>".
 //!
 //! A Job to a queue that is not Open is admitted and waits Pending, where Volcano's webhook
 //! refuses it; a missing queue, the root queue and a parent queue are refused as in Volcano.
@@ -8,9 +10,7 @@
 //! Unlike Volcano, whose mutating webhook runs on create only, defaults are applied on update
 //! too. Otherwise a second `kubectl apply` of an unchanged Job file is refused: kubectl sends
 //! the task list as written, without the `maxRetry` and `minAvailable` the first create
-//! defaulted, and the update rules see those fields change. A refused Job is not stored, and the client
-//! gets the error a cluster running Volcano's webhooks gives: 400, "admission webhook ... denied
-//! the request: <reason>".
+//! defaulted, and the update rules see those fields change.
 
 use serde_json::Value;
 use volcano_api::batch::Job;
@@ -36,15 +36,24 @@ fn denied(e: &AdmissionError) -> ApiError {
     ))
 }
 
-/// Reads a Job body; a body that is not a Job is invalid, as the CRD's schema would find.
+/// Reads a Job body; a body that is not a Job is invalid, as the CRD's schema would find. A
+/// Job without `spec` reads as one with an empty spec, which validation then explains.
 fn parse_job(kind: &KindInfo, object: &Value) -> Result<Job, ApiError> {
-    serde_json::from_value(object.clone())
+    let mut body = object.clone();
+    if let Some(map) = body.as_object_mut() {
+        map.entry("spec").or_insert_with(|| serde_json::json!({}));
+    }
+    serde_json::from_value(body)
         .map_err(|e| ApiError::invalid(kind, meta_str(object, "name"), &e.to_string()))
 }
 
 /// Applies Volcano's Job defaults to `object` as the webhook's JSON patch would, so fields this
 /// server does not model are kept as written; returns the defaulted Job.
 fn default_in_place(kind: &KindInfo, object: &mut Value) -> Result<Job, ApiError> {
+    // The defaults patch fields under `spec`, so it must exist to be patched.
+    if let Some(map) = object.as_object_mut() {
+        map.entry("spec").or_insert_with(|| serde_json::json!({}));
+    }
     let mut job = parse_job(kind, object)?;
     let internal = |e: &dyn std::fmt::Display| {
         ApiError::new(

@@ -574,6 +574,27 @@ fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
 }
 
 #[test]
+fn a_job_without_spec_is_refused_with_the_reason() {
+    let mut s = store();
+    let err = s
+        .create(
+            kind("jobs"),
+            Some("default"),
+            json!({"metadata": {"name": "j"}}),
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), 400, "{err:?}");
+    assert!(
+        err.to_status()["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.tasks"),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn a_job_update_may_change_only_what_volcano_allows() {
     let mut s = store();
     let body = job(&mut s, "j", json!({}));
