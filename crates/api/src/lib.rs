@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod bus;
 pub mod crds;
+pub mod custom_resource;
 pub mod event;
 pub mod keys;
 pub mod quantity;

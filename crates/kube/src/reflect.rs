@@ -13,11 +13,11 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::custom_resource;
 use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
 use volcano_api::scheduling::{PodGroup, Queue};
@@ -28,38 +28,37 @@ use crate::cache::{Kind, Update};
 /// (back-pressure) rather than growing memory.
 pub const UPDATE_CHANNEL: usize = 4096;
 
-/// Reads a watched object as `K`. A custom resource written without `spec` reads as one with
-/// an empty spec, whose fields take their defaults, as Volcano's Go types would.
-pub fn read_object<K>(obj: DynamicObject) -> Result<K, String>
+/// Reads a watched object as `K`; a custom resource written without `spec` reads as one with
+/// an empty spec (see [`custom_resource`]).
+fn read_object<K>(obj: DynamicObject, is_custom: bool) -> Result<K, String>
 where
-    K: Resource + DeserializeOwned,
-    K::DynamicType: Default,
+    K: DeserializeOwned,
 {
     let id = format!(
         "{}/{}",
         obj.metadata.namespace.as_deref().unwrap_or_default(),
         obj.metadata.name.as_deref().unwrap_or_default()
     );
-    let mut value = serde_json::to_value(obj).map_err(|e| format!("{id}: {e}"))?;
-    let is_custom = !K::group(&K::DynamicType::default()).is_empty()
-        && !K::group(&K::DynamicType::default()).ends_with("k8s.io");
-    if is_custom
-        && let Some(map) = value.as_object_mut()
-        && !map.get("spec").is_some_and(Value::is_object)
-    {
-        map.insert("spec".into(), Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_value(value).map_err(|e| format!("{id}: {e}"))
+    let value = serde_json::to_value(obj).map_err(|e| format!("{id}: {e}"))?;
+    let read = if is_custom {
+        custom_resource::from_value(value)
+    } else {
+        serde_json::from_value(value)
+    };
+    read.map_err(|e| format!("{id}: {e}"))
 }
 
 /// The event with its object read as `K`; `None` (after a warning) when the object cannot be.
-fn typed<K>(kind: &str, ev: watcher::Event<DynamicObject>) -> Option<watcher::Event<K>>
+fn typed<K>(
+    kind: &str,
+    is_custom: bool,
+    ev: watcher::Event<DynamicObject>,
+) -> Option<watcher::Event<K>>
 where
-    K: Resource + DeserializeOwned,
-    K::DynamicType: Default,
+    K: DeserializeOwned,
 {
     let read = |obj| {
-        read_object::<K>(obj)
+        read_object::<K>(obj, is_custom)
             .map_err(|e| tracing::warn!(kind, error = %e, "object left out: it cannot be read"))
             .ok()
     };
@@ -86,13 +85,14 @@ where
     let tx = tx.clone();
     tokio::spawn(async move {
         let name = resource.kind.clone();
+        let is_custom = !resource.group.is_empty() && !resource.group.ends_with("k8s.io");
         let mut stream = watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
             .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(ev) => {
-                    let Some(ev) = typed::<K>(&name, ev) else {
+                    let Some(ev) = typed::<K>(&name, is_custom, ev) else {
                         continue;
                     };
                     if tx.send(wrap(ev)).await.is_err() {

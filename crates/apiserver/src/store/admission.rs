@@ -14,6 +14,7 @@
 
 use serde_json::Value;
 use volcano_api::batch::Job;
+use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::{
     self, AdmissionError, check_leaf_queue, check_queue, validate_job_update,
@@ -39,11 +40,7 @@ fn denied(e: &AdmissionError) -> ApiError {
 /// Reads a Job body; a body that is not a Job is invalid, as the CRD's schema would find. A
 /// Job without `spec` reads as one with an empty spec, which validation then explains.
 fn parse_job(kind: &KindInfo, object: &Value) -> Result<Job, ApiError> {
-    let mut body = object.clone();
-    if let Some(map) = body.as_object_mut() {
-        map.entry("spec").or_insert_with(|| serde_json::json!({}));
-    }
-    serde_json::from_value(body)
+    custom_resource::from_value(object.clone())
         .map_err(|e| ApiError::invalid(kind, meta_str(object, "name"), &e.to_string()))
 }
 
@@ -51,9 +48,7 @@ fn parse_job(kind: &KindInfo, object: &Value) -> Result<Job, ApiError> {
 /// server does not model are kept as written; returns the defaulted Job.
 fn default_in_place(kind: &KindInfo, object: &mut Value) -> Result<Job, ApiError> {
     // The defaults patch fields under `spec`, so it must exist to be patched.
-    if let Some(map) = object.as_object_mut() {
-        map.entry("spec").or_insert_with(|| serde_json::json!({}));
-    }
+    custom_resource::ensure_spec(object);
     let mut job = parse_job(kind, object)?;
     let internal = |e: &dyn std::fmt::Display| {
         ApiError::new(
@@ -116,13 +111,7 @@ impl Store {
         };
         self.objects[kind.index()]
             .values()
-            .filter_map(|q| {
-                let mut q = (**q).clone();
-                if let Some(map) = q.as_object_mut() {
-                    map.entry("spec").or_insert_with(|| serde_json::json!({}));
-                }
-                serde_json::from_value(q).ok()
-            })
+            .filter_map(|q| custom_resource::from_value((**q).clone()).ok())
             .collect()
     }
 }
