@@ -11,6 +11,7 @@ mod runtime;
 mod schedule;
 mod sim;
 mod sim_output;
+mod soak;
 mod up;
 mod vcctl;
 
@@ -71,6 +72,9 @@ enum SimExperiment {
     /// The arrival-only GPU allocation experiment (FGD, ATC'23): allocated GPU share against
     /// arrived load.
     AllocVsLoad(alloc_vs_load::AllocVsLoadArgs),
+    /// A running cluster under steady churn for a long virtual time, with conflicting writes:
+    /// work-queue lengths and resident memory, minute by minute.
+    Soak(soak::SoakArgs),
 }
 
 /// Output format.
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
         Command::Schedule(args) => schedule::run(&args),
         Command::Sim(cmd) => match cmd.experiment {
             Some(SimExperiment::AllocVsLoad(args)) => alloc_vs_load::run(&args),
+            Some(SimExperiment::Soak(args)) => soak::run(&args),
             None => sim::run(&cmd.run),
         },
         Command::Scheduler(args) => runtime::run_scheduler(&args),

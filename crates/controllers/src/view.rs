@@ -1,6 +1,9 @@
 //! A read-only, indexed view of the cluster's objects, as the controllers query it.
 
-use std::collections::HashMap;
+/// The view is rebuilt for every controller turn, so its index hashes with foldhash rather
+/// than SipHash: the keys are object names the cluster already holds, and the index is never
+/// kept.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use volcano_api::Objects;
 use volcano_api::batch::Job;
@@ -67,12 +70,18 @@ impl<'a> ClusterView<'a> {
     pub fn new(objects: &'a Objects) -> Self {
         let mut view = ClusterView {
             objects,
-            jobs: HashMap::with_capacity(objects.jobs.len()),
-            pods_by_job: HashMap::with_capacity(objects.jobs.len()),
-            pods: HashMap::with_capacity(objects.pods.len()),
-            pod_groups: HashMap::with_capacity(objects.pod_groups.len()),
-            pod_groups_by_queue: HashMap::with_capacity(objects.queues.len()),
-            queues: HashMap::with_capacity(objects.queues.len()),
+            jobs: HashMap::with_capacity_and_hasher(objects.jobs.len(), Default::default()),
+            pods_by_job: HashMap::with_capacity_and_hasher(objects.jobs.len(), Default::default()),
+            pods: HashMap::with_capacity_and_hasher(objects.pods.len(), Default::default()),
+            pod_groups: HashMap::with_capacity_and_hasher(
+                objects.pod_groups.len(),
+                Default::default(),
+            ),
+            pod_groups_by_queue: HashMap::with_capacity_and_hasher(
+                objects.queues.len(),
+                Default::default(),
+            ),
+            queues: HashMap::with_capacity_and_hasher(objects.queues.len(), Default::default()),
         };
         for (i, job) in objects.jobs.iter().enumerate() {
             view.jobs.insert(ns_name(&job.metadata), i);

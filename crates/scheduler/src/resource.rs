@@ -237,7 +237,10 @@ impl Resource {
         // On slices, as this runs for every task and node a scan looks at.
         let (req, avail) = (self.0.as_slice(), avail.0.as_slice());
         let common = req.len().min(avail.len());
-        req[..common].iter().zip(&avail[..common]).all(|(r, a)| r <= a)
+        req[..common]
+            .iter()
+            .zip(&avail[..common])
+            .all(|(r, a)| r <= a)
             && req[common..].iter().all(|&r| r <= 0)
             && avail[common..].iter().all(|&a| a >= 0)
     }

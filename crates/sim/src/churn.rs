@@ -7,7 +7,7 @@ use std::time::Duration;
 use volcano_api::Objects;
 use volcano_api::scheduling::{PodGroupStatus, phase};
 use volcano_controllers::change::Change;
-use volcano_controllers::manager::{ManagerOptions, Work};
+use volcano_controllers::manager::{ManagerOptions, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 
@@ -49,22 +49,61 @@ fn is_write(c: &Change) -> bool {
 }
 
 /// Feeds `churn` to the controllers of a cluster of `objects` and reports the queue peaks.
-/// PodGroups take turns moving between Inqueue and Running, and pods between Pending and
-/// Running; every write the controllers make
-/// in between is applied, except each `conflict_every`-th, which fails the turn as a 409
-/// would.
 pub fn run(objects: Objects, opts: ManagerOptions, churn: Churn) -> ChurnReport {
-    let mut cluster = Cluster::new(objects, opts, Instant(Duration::from_secs(1)));
-    let mut report = ChurnReport {
-        objects: cluster.store.objects.jobs.len()
-            + cluster.store.objects.pod_groups.len()
-            + cluster.store.objects.queues.len(),
-        ..Default::default()
-    };
-    let step = churn.over / churn.updates.max(1);
-    let groups = cluster.store.objects.pod_groups.len();
-    for i in 0..churn.updates {
-        cluster.now = cluster.now.after(step);
+    let mut churner = Churner::new(
+        Cluster::new(objects, opts, Instant(Duration::from_secs(1))),
+        churn,
+    );
+    churner.feed(churn.updates);
+    churner.report
+}
+
+/// A cluster under churn. PodGroups take turns moving between Inqueue and Running, and pods
+/// between Pending and Running; every write the controllers make in between is applied, except
+/// each `conflict_every`-th, which fails the turn as a 409 would.
+pub struct Churner {
+    /// The cluster, for a caller that also schedules it.
+    pub cluster: Cluster,
+    /// What the controllers went through so far.
+    pub report: ChurnReport,
+    churn: Churn,
+    step: Duration,
+}
+
+impl Churner {
+    /// Churn for `cluster`, one update every `churn.over / churn.updates` of virtual time.
+    pub fn new(cluster: Cluster, churn: Churn) -> Self {
+        let report = ChurnReport {
+            objects: cluster.store.objects.jobs.len()
+                + cluster.store.objects.pod_groups.len()
+                + cluster.store.objects.queues.len(),
+            ..Default::default()
+        };
+        Churner {
+            cluster,
+            report,
+            step: churn.over / churn.updates.max(1),
+            churn,
+        }
+    }
+
+    /// Feeds `count` more updates, working off what the controllers have due after each.
+    pub fn feed(&mut self, count: u32) {
+        for _ in 0..count {
+            let i = self.report.updates;
+            let watched = self.update(i);
+            self.report.updates += 1;
+            self.work_off(watched);
+        }
+    }
+
+    /// Changes the `i`-th PodGroup's and pod's phases in the store, returning what the
+    /// controllers are to watch.
+    fn update(&mut self, i: u32) -> Vec<Watched> {
+        let cluster = &mut self.cluster;
+        cluster.now = cluster.now.after(self.step);
+        let mut watched = Vec::with_capacity(2);
+        let groups = cluster.store.objects.pod_groups.len();
         if groups > 0 {
             let idx = usize::try_from(i).unwrap_or(0) % groups;
             let pg = &mut cluster.store.objects.pod_groups[idx];
@@ -75,8 +114,7 @@ pub fn run(objects: Objects, opts: ManagerOptions, churn: Churn) -> ChurnReport 
             };
             pg.status.get_or_insert_with(PodGroupStatus::default).phase = next.to_string();
             let new = pg.clone();
-            cluster.feed(&[Watched::PodGroup(Some(Box::new(old)), Some(Box::new(new)))]);
-            report.updates += 1;
+            watched.push(Watched::PodGroup(Some(Box::new(old)), Some(Box::new(new))));
         }
         // A pod of the cluster changes phase with it, as kubelets report, so that job status
         // really changes and must be written.
@@ -91,43 +129,57 @@ pub fn run(objects: Objects, opts: ManagerOptions, churn: Churn) -> ChurnReport 
                 _ => "Running".to_string(),
             });
             let new = pod.clone();
-            cluster.feed(&[Watched::Pod(Some(Box::new(old)), Some(Box::new(new)))]);
+            watched.push(Watched::Pod(Some(Box::new(old)), Some(Box::new(new))));
         }
-        // Work off what is due now; retries wait for their backoff.
+        watched
+    }
+
+    /// Shows the controllers `watched`, then works off what is due now; retries wait for
+    /// their backoff. Each turn's outcome is reported with the next turn's view of the
+    /// objects, as both see the same objects: one index build per turn.
+    fn work_off(&mut self, watched: Vec<Watched>) {
+        let (cluster, report) = (&mut self.cluster, &mut self.report);
+        let now = cluster.now;
+        let mut unseen = watched;
+        let mut done: Option<(WorkKey, bool)> = None;
         loop {
             let work = {
                 let view = ClusterView::new(&cluster.store.objects);
-                cluster.controllers.next(&view, cluster.now)
+                for w in &unseen {
+                    cluster.controllers.observe(w.as_watch(), &view);
+                }
+                if let Some((key, ok)) = done.take() {
+                    cluster.controllers.finish(&key, ok, now);
+                    let stats = cluster.controllers.stats();
+                    report.peak_job_queue = report.peak_job_queue.max(stats.jobs_peak);
+                    report.peak_queue_queue = report.peak_queue_queue.max(stats.queues_peak);
+                }
+                cluster.controllers.next(&view, now)
             };
             let Some(Work { key, changes }) = work else {
                 break;
             };
             report.turns += 1;
             let mut ok = true;
-            let mut watched = Vec::new();
+            unseen = Vec::new();
             for c in &changes {
                 if is_write(c) {
                     report.writes += 1;
-                    if churn.conflict_every > 0
+                    if self.churn.conflict_every > 0
                         && report
                             .writes
-                            .is_multiple_of(u64::from(churn.conflict_every))
+                            .is_multiple_of(u64::from(self.churn.conflict_every))
                     {
                         report.conflicts += 1;
                         ok = false;
                         break;
                     }
                 }
-                if let Ok(w) = cluster.store.apply(c, cluster.now) {
-                    watched.extend(w);
+                if let Ok(w) = cluster.store.apply(c, now) {
+                    unseen.extend(w);
                 }
             }
-            cluster.feed(&watched);
-            cluster.controllers.finish(&key, ok, cluster.now);
-            let stats = cluster.controllers.stats();
-            report.peak_job_queue = report.peak_job_queue.max(stats.jobs_peak);
-            report.peak_queue_queue = report.peak_queue_queue.max(stats.queues_peak);
+            done = Some((key, ok));
         }
     }
-    report
 }

@@ -22,6 +22,7 @@ pub mod openb;
 pub mod report;
 pub mod schedule;
 pub mod simulate;
+pub mod soak;
 pub mod store;
 
 pub use cluster::{Cluster, ClusterError};
