@@ -402,6 +402,8 @@ fn allocatable(objs: &Objects, n: usize, name: &str) -> i64 {
 struct ReclaimCase {
     nodes: usize,
     weights: Vec<i32>,
+    /// Per queue, CPUs guaranteed (halves of a CPU).
+    guarantees: Vec<Option<i64>>,
     running: Vec<(usize, usize, i64)>,
     waiting: Vec<(usize, usize, i64)>,
 }
@@ -410,15 +412,19 @@ fn arb_reclaim_case() -> impl Strategy<Value = ReclaimCase> {
     (
         1usize..=3,
         prop::collection::vec(1i32..=4, 2..=3),
+        prop::collection::vec(prop::option::weighted(0.4, 1i64..=12), 3),
         prop::collection::vec((0usize..3, 1usize..=4, 1i64..=4), 1..=6),
         prop::collection::vec((0usize..3, 1usize..=3, 1i64..=4), 1..=3),
     )
-        .prop_map(|(nodes, weights, running, waiting)| ReclaimCase {
-            nodes,
-            weights,
-            running,
-            waiting,
-        })
+        .prop_map(
+            |(nodes, weights, guarantees, running, waiting)| ReclaimCase {
+                nodes,
+                weights,
+                guarantees,
+                running,
+                waiting,
+            },
+        )
 }
 
 impl ReclaimCase {
@@ -428,7 +434,11 @@ impl ReclaimCase {
             c = c.with(node(&format!("n{i}")).cpu(4).mem_gi(16).max_pods(110));
         }
         for (i, w) in self.weights.iter().enumerate() {
-            c = c.with(queue(&format!("q{i}")).weight(*w));
+            let mut q = queue(&format!("q{i}")).weight(*w);
+            if let Some(Some(g)) = self.guarantees.get(i) {
+                q = q.guarantee(g * 500, GUARANTEED_MEMORY);
+            }
+            c = c.with(q);
         }
         let mut objs = c.objects();
         let mut free = vec![4000i64; self.nodes];
@@ -536,6 +546,65 @@ fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Memory guaranteed with any CPU guarantee: more than these clusters hold, so that CPU alone
+/// decides whether a queue is within its guarantee.
+const GUARANTEED_MEMORY: i64 = 1024 * GI;
+
+/// A queue using no more CPU than it is guaranteed when the session opens loses no pod to
+/// another queue's reclaim in it.
+fn check_guarantees(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
+    let queue_of_group: BTreeMap<String, String> = objs
+        .pod_groups
+        .iter()
+        .map(|g| {
+            (
+                g.metadata.name.clone().unwrap_or_default(),
+                g.spec.queue.clone(),
+            )
+        })
+        .collect();
+    let queue_of = |p: &Pod| -> Option<String> {
+        let group = p
+            .metadata
+            .annotations
+            .as_ref()?
+            .get("scheduling.k8s.io/group-name")?;
+        queue_of_group.get(group).cloned()
+    };
+    let mut used: BTreeMap<String, i64> = BTreeMap::new();
+    for p in &objs.pods {
+        let on_node = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+        if let (true, Some(q)) = (on_node, queue_of(p)) {
+            *used.entry(q).or_default() += request(p)[0];
+        }
+    }
+    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    for (victim, reason) in &d.eviction_reasons {
+        if !reason.starts_with("reclaimed by queue") {
+            continue;
+        }
+        let Some(q) = pods.get(victim).and_then(|p| queue_of(p)) else {
+            continue;
+        };
+        let guarantee = objs
+            .queues
+            .iter()
+            .find(|x| x.metadata.name.as_deref() == Some(q.as_str()))
+            .and_then(|x| x.spec.guarantee.as_ref())
+            .and_then(|g| g.resource.as_ref())
+            .and_then(|r| r.get("cpu"))
+            .map(|c| canonical_amount("cpu", &c.0).unwrap_or(0));
+        let cpu = used.get(&q).copied().unwrap_or(0);
+        if let Some(g) = guarantee {
+            prop_assert!(
+                cpu > g,
+                "{victim} of queue {q} was {reason}, though the queue used {cpu}m CPU, within its guarantee of {g}m"
+            );
+        }
+    }
+    Ok(())
+}
+
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -566,6 +635,7 @@ proptest! {
         for i in 1..=3 {
             let d = run_session_n(&objs, &conf, i);
             check_reclaim(&objs, &d)
+                .and_then(|()| check_guarantees(&objs, &d))
                 .map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
             apply(&mut objs, &d);
         }

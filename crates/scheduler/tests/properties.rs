@@ -400,6 +400,8 @@ struct GenNode {
 #[derive(Debug, Clone)]
 struct GenQueue {
     weight: i32,
+    /// CPU (milli-cores) and memory (GiB) guaranteed.
+    guarantee: Option<(i64, i64)>,
     cap_cpu_milli: Option<i64>,
     cap_mem_gi: Option<i64>,
     cap_gpu: Option<i64>,
@@ -493,10 +495,12 @@ fn arb_queue() -> impl Strategy<Value = GenQueue> {
             prop::option::weighted(0.3, 0i64..=4),
         ),
     );
-    (1i32..=5, cap).prop_map(|(weight, cap)| {
+    let guarantee = prop::option::weighted(0.3, ((1i64..=16).prop_map(|c| c * 500), 1i64..=32));
+    (1i32..=5, cap, guarantee).prop_map(|(weight, cap, guarantee)| {
         let (cap_cpu_milli, cap_mem_gi, cap_gpu) = cap.unwrap_or((None, None, None));
         GenQueue {
             weight,
+            guarantee,
             cap_cpu_milli,
             cap_mem_gi,
             cap_gpu,
@@ -589,6 +593,9 @@ impl GenCluster {
         }
         for (i, q) in self.queues.iter().enumerate() {
             let mut b = queue(&format!("q{i}")).weight(q.weight);
+            if let Some((cpu, mem_gi)) = q.guarantee {
+                b = b.guarantee(cpu, mem_gi * GI);
+            }
             if let Some(v) = q.cap_cpu_milli {
                 b = b.capability_cpu(v);
             }

@@ -274,6 +274,19 @@ impl QueueBuilder {
         self.capability(GPU, count(n))
     }
 
+    /// Guarantee on CPU (milli-cores) and memory (bytes): what the queue keeps whatever others
+    /// want.
+    pub fn guarantee(mut self, cpu_milli: i64, mem_bytes: i64) -> Self {
+        let list = ResourceList::from([
+            ("cpu".to_string(), milli(cpu_milli)),
+            ("memory".to_string(), bytes(mem_bytes)),
+        ]);
+        self.spec.guarantee = Some(volcano_api::scheduling::Guarantee {
+            resource: Some(list),
+        });
+        self
+    }
+
     /// Queue priority (higher first).
     pub fn priority(mut self, p: i32) -> Self {
         self.spec.priority = p;
