@@ -253,6 +253,10 @@ fn queue_guarantees_beyond_parent_or_cluster_run_with_a_warning() {
             "weight: 1, parent: parent, guarantee: {resource: {cpu: \"3\"}}",
         ),
         queue("big", "weight: 1, guarantee: {resource: {cpu: \"100\"}}"),
+        queue(
+            "capped",
+            "weight: 1, capability: {cpu: \"2\"}, guarantee: {resource: {cpu: \"3\"}}",
+        ),
         pg("child"),
         pod("pg1", "1"),
     ];
@@ -273,7 +277,11 @@ fn queue_guarantees_beyond_parent_or_cluster_run_with_a_warning() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("guarantees add up to cpu 102 but the cluster has cpu 4"),
+        stderr.contains("queue capped: guarantee cpu 3 exceeds its capability cpu 2; the scheduler guarantees only up to the capability"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("guarantees add up to cpu 105 but the cluster has cpu 4"),
         "{stderr}"
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -48,6 +48,24 @@ pub fn queue_warnings(objects: &Objects) -> Vec<String> {
     for (&name, &q) in &by_name {
         let parent = parent_of(q);
         let mine = guarantee(q);
+        let capability = amounts(q.spec.capability.as_ref());
+        let beyond: BTreeMap<String, i64> = mine
+            .iter()
+            .filter(|(r, v)| capability.get(*r).is_some_and(|c| *c > 0 && *v > c))
+            .map(|(r, v)| (r.clone(), *v))
+            .collect();
+        if !beyond.is_empty() {
+            let limit: BTreeMap<String, i64> = beyond
+                .keys()
+                .map(|r| (r.clone(), capability.get(r).copied().unwrap_or(0)))
+                .collect();
+            warnings.push(format!(
+                "queue {name}: guarantee {} exceeds its capability {}; \
+                 the scheduler guarantees only up to the capability",
+                describe(&beyond),
+                describe(&limit)
+            ));
+        }
         if let Some(p) = by_name.get(parent).filter(|_| parent != keys::ROOT_QUEUE) {
             let theirs = guarantee(p);
             let over: BTreeMap<String, i64> = mine

@@ -197,13 +197,17 @@ fn queue_info(b: &Builder, q: &Queue) -> Result<QueueInfo, BuildError> {
         }
     }
     let allocated = q.status.as_ref().and_then(|s| s.allocated.as_ref());
+    let mut guarantee = b.list(
+        spec.guarantee.as_ref().and_then(|g| g.resource.as_ref()),
+        "spec.guarantee.resource",
+    )?;
+    // Capability is a hard limit: a guarantee above it cannot be kept, and left as it is it
+    // would raise the queue's deserved share past its capability (the loader warns of it).
+    guarantee.min_with(&capability);
     Ok(QueueInfo {
         weight: spec.weight.max(1),
         capability,
-        guarantee: b.list(
-            spec.guarantee.as_ref().and_then(|g| g.resource.as_ref()),
-            "spec.guarantee.resource",
-        )?,
+        guarantee,
         deserved: b.list(spec.deserved.as_ref(), "spec.deserved")?,
         reclaimable: spec.reclaimable.unwrap_or(name != keys::ROOT_QUEUE),
         parent: if name == keys::ROOT_QUEUE {
