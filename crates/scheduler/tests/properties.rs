@@ -840,6 +840,35 @@ fn out_of_sync_node_takes_no_new_pods() {
     );
 }
 
+/// The out-of-sync node of [`out_of_sync_node_takes_no_new_pods`] recovers by itself: once the
+/// pod that overfilled it is gone, the next session finds it in sync and places work on it.
+#[test]
+fn out_of_sync_node_recovers_once_its_pods_fit_again() {
+    let mut objs = cluster()
+        .with(node("shrunk").cpu(2).mem_gi(4))
+        .with(
+            pod("sys", "big")
+                .cpu_milli(3000)
+                .mem(2 * GI)
+                .on("shrunk")
+                .running(),
+        )
+        .with(gang("ns", "job").min(1).pods(1, 500, GI))
+        .objects();
+    let first = session(&objs);
+    assert_eq!(first.out_of_sync_nodes, ["shrunk"]);
+    assert!(first.binds.is_empty(), "binds: {:?}", first.binds);
+    objs.pods
+        .retain(|p| p.metadata.name.as_deref() != Some("big"));
+    let second = session(&objs);
+    assert!(
+        second.out_of_sync_nodes.is_empty(),
+        "{:?}",
+        second.out_of_sync_nodes
+    );
+    assert_eq!(bound_to(&second, "shrunk"), ["ns/job-0"]);
+}
+
 /// Two queues of weight 1 and 3 with more work than the cluster holds share it 1:3 under
 /// proportion.
 #[test]
