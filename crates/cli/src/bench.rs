@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::bench::{self, BenchReport, BenchSpec};
 
@@ -67,16 +66,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         max_sessions: args.max_sessions,
     };
     let report = bench::run(&spec, &conf).map_err(|e| Failure::Internal(e.into()))?;
-    match args.output {
-        Format::Json => {
-            let text = serde_json::to_string_pretty(&report)
-                .context("cannot write the report as JSON")
-                .map_err(Failure::Internal)?;
-            println!("{text}");
-        }
-        Format::Text => print!("{}", text(&report)),
-    }
-    Ok(())
+    crate::output::print_report(args.output, &report, text)
 }
 
 fn text(r: &BenchReport) -> String {

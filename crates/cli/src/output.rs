@@ -177,3 +177,19 @@ pub fn print(text: &str) -> Result<(), crate::Failure> {
             .map_err(crate::Failure::Internal),
     }
 }
+
+/// Writes `report` as one pretty JSON object, or as `text` renders it for people.
+pub fn print_report<T: serde::Serialize>(
+    format: crate::Format,
+    report: &T,
+    text: impl FnOnce(&T) -> String,
+) -> Result<(), crate::Failure> {
+    use anyhow::Context;
+    let rendered = match format {
+        crate::Format::Json => serde_json::to_string_pretty(report)
+            .context("cannot write the report as JSON")
+            .map_err(crate::Failure::Internal)?,
+        crate::Format::Text => text(report),
+    };
+    print(rendered.trim_end())
+}

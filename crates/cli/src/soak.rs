@@ -1,6 +1,5 @@
 //! `volcano sim soak`: churn for a long virtual time, sampled minute by minute.
 
-use anyhow::Context;
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
@@ -45,16 +44,7 @@ pub fn run(args: &SoakArgs) -> Result<(), Failure> {
         SoakError::Spec(msg) => Failure::Input(msg),
         other => Failure::Internal(other.into()),
     })?;
-    match args.output {
-        Format::Json => {
-            let text = serde_json::to_string_pretty(&report)
-                .context("cannot write the report as JSON")
-                .map_err(Failure::Internal)?;
-            println!("{text}");
-        }
-        Format::Text => print!("{}", text(&report)),
-    }
-    Ok(())
+    crate::output::print_report(args.output, &report, text)
 }
 
 fn mib(bytes: u64) -> f64 {

@@ -2,13 +2,8 @@
 //! it and scheduling what loads never panics: the input is either rejected with an error or
 //! scheduled.
 
-use std::path::Path;
-
 use proptest::prelude::*;
-use volcano_api::scenario::load_str;
-use volcano_scheduler::cache::{CacheOptions, build_snapshot};
-use volcano_scheduler::conf::SchedulerConf;
-use volcano_scheduler::framework::SessionOptions;
+use volcano_fuzz::scenario;
 
 const SCENARIOS: &[&str] = &[
     include_str!("../../../examples/quickstart.yaml"),
@@ -19,19 +14,7 @@ const SCENARIOS: &[&str] = &[
 
 /// Loads `text`; if it loads, schedules it with its own configuration (or the default).
 fn load_and_schedule(text: &str) {
-    let Ok(scenario) = load_str(Path::new("fuzz.yaml"), text) else {
-        return;
-    };
-    let conf = match &scenario.scheduler_conf {
-        Some(c) => match SchedulerConf::parse(&c.text) {
-            Ok((conf, _)) => conf,
-            Err(_) => return,
-        },
-        None => SchedulerConf::default_conf(),
-    };
-    if let Ok(snap) = build_snapshot(&scenario.objects, &CacheOptions::default()) {
-        let _ = volcano_scheduler::run_session(snap, &conf, SessionOptions::default());
-    }
+    scenario(text.as_bytes());
 }
 
 fn cut(text: &str, at: usize) -> &str {
