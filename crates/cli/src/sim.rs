@@ -9,6 +9,7 @@ use volcano_api::scenario::{LoadError, load_paths, queue_warnings};
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
+use volcano_sim::faults::FaultPlan;
 use volcano_sim::generate::{self, GenerateSpec};
 use volcano_sim::metrics::SimMetrics;
 use volcano_sim::simulate::{self, SimOptions, duration};
@@ -59,6 +60,17 @@ pub struct SimArgs {
     /// the JSON depends on the input alone (the text summary and the report always have them).
     #[arg(long)]
     pub timings: bool,
+    /// Inject faults and check the invariants after every step: `key=value,...` over
+    /// defaults that use every fault (`--faults seed=7`; `--faults none,conflict=10%` for one).
+    /// Keys: seed, controller-crash, scheduler-crash, conflict, bind-failure, status-failure,
+    /// duplicate-watch, reorder-watch, node-vanish, node-shrink, foreign-pods, window.
+    /// A broken invariant is reported and exits 1.
+    #[arg(long, value_parser = fault_plan)]
+    pub faults: Option<FaultPlan>,
+}
+
+fn fault_plan(text: &str) -> Result<FaultPlan, String> {
+    FaultPlan::parse(text).map_err(|e| e.to_string())
 }
 
 /// The metrics with every wall-clock figure (session latency) set to 0, their count kept.
@@ -102,6 +114,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         max_time: args.max_time,
         sample_every: args.sample_every,
         timings: true,
+        faults: args.faults.clone(),
     };
     let controllers = ManagerOptions {
         retry: RetryPolicy::default(),
@@ -136,7 +149,14 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Internal(e.into()))?,
         Format::Text => sim_output::text(&metrics),
     };
-    output::print(&text)
+    output::print(&text)?;
+    match metrics.faults.as_ref().map(|f| f.violations.as_slice()) {
+        Some([first, rest @ ..]) => Err(Failure::Internal(anyhow::anyhow!(
+            "{} invariant(s) broken under faults; the first: {first}",
+            rest.len() + 1
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The scenario to run and a title for the report: the files, or a generated workload.

@@ -153,5 +153,33 @@ pub fn text(m: &SimMetrics) -> String {
             );
         }
     }
+    if let Some(f) = &m.faults {
+        let i = &f.injected;
+        let _ = writeln!(
+            out,
+            "\nfaults (seed {})  controller crashes {}, scheduler crashes {}, conflicts {}, \
+             bind failures {}, status failures {}, duplicated watch events {}, reordered batches {}, \
+             nodes vanished {}, nodes shrunk {}, foreign pods {}",
+            f.seed,
+            i.controller_crashes,
+            i.scheduler_crashes,
+            i.conflicts,
+            i.bind_failures,
+            i.status_failures,
+            i.duplicated_watch_events,
+            i.reordered_batches,
+            i.nodes_vanished,
+            i.nodes_shrunk,
+            i.foreign_pods
+        );
+        if f.violations.is_empty() {
+            out.push_str("invariants    all held\n");
+        } else {
+            let _ = writeln!(out, "invariants    {} broken:", f.violations.len());
+            for v in &f.violations {
+                let _ = writeln!(out, "  {v}");
+            }
+        }
+    }
     out.trim_end().to_string()
 }

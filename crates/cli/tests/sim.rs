@@ -194,3 +194,44 @@ fn a_run_prints_a_summary_json_and_a_report_and_repeats_exactly() {
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("<html"), "{html}");
 }
+
+#[test]
+fn faults_are_injected_from_a_seed_reported_and_checked() {
+    let spec = "nodes=4,jobs=20,over=2m,job-size=1-3,pod-cpu=8-24,duration=uniform:30s-2m";
+    let run =
+        |faults: &str| volcano(&["sim", "--generate", spec, "--faults", faults, "-o", "json"]);
+    let out = run("seed=9,window=2m");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["faults"];
+    assert_eq!(f["seed"], 9);
+    assert_eq!(f["violations"], serde_json::json!([]));
+    assert!(f["injected"]["conflicts"].as_u64().unwrap() > 0, "{f}");
+    assert!(
+        f["injected"]["nodesVanished"].is_u64(),
+        "camelCase as the rest: {f}"
+    );
+    assert_eq!(v["summary"]["unfinished"], 0);
+    assert_eq!(
+        run("seed=9,window=2m").stdout,
+        out.stdout,
+        "repeats exactly"
+    );
+
+    // Without --faults the JSON has no faults section at all.
+    let plain = volcano(&["sim", "--generate", spec, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v.get("faults").is_none());
+
+    let bad = run("seed=9,conflict=lots");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--faults") && err.contains("`conflict=lots`: a rate such as 5%"),
+        "{err}"
+    );
+}

@@ -117,6 +117,7 @@ pub struct ControllerManager {
     consuming: BTreeMap<NamespacedName, Consumption>,
     events: Vec<Event>,
     ssh_keys: Box<dyn SshKeySource>,
+    retry: RetryPolicy,
 }
 
 impl ControllerManager {
@@ -135,7 +136,24 @@ impl ControllerManager {
             consuming: BTreeMap::new(),
             events: Vec::new(),
             ssh_keys: opts.ssh_keys,
+            retry: opts.retry,
         }
+    }
+
+    /// A crash and restart (or a failover to another replica): everything held in memory is
+    /// lost, work queues, retry counts, Commands being consumed and events not yet written,
+    /// and the controllers start over from a fresh list of `view`, as a new process would.
+    pub fn restart(&mut self, view: &ClusterView<'_>) {
+        // Every field but the options is process memory; a field added to the manager must
+        // be reset here too.
+        let names = self.pod_groups.scheduler_names().to_vec();
+        self.jobs = JobController::new(self.retry);
+        self.queues = QueueController::new(self.retry);
+        self.pod_groups = PodGroupController::new(self.retry, names);
+        self.commands = WorkQueue::new(self.retry);
+        self.consuming.clear();
+        self.events.clear();
+        self.relist(view);
     }
 
     /// Treats every object as newly seen, as an informer's initial list does (at startup, and

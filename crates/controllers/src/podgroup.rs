@@ -31,6 +31,11 @@ pub struct PodGroupWork {
 }
 
 impl PodGroupController {
+    /// The scheduler names whose pods this controller looks after.
+    pub fn scheduler_names(&self) -> &[String] {
+        &self.scheduler_names
+    }
+
     /// A controller for pods whose `schedulerName` is one of `scheduler_names`.
     pub fn new(retry: RetryPolicy, scheduler_names: Vec<String>) -> Self {
         PodGroupController {

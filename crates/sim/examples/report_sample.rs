@@ -143,6 +143,7 @@ fn sample() -> SimMetrics {
             },
         ],
         session_ms: Vec::new(),
+        faults: None,
     }
 }
 

@@ -21,6 +21,8 @@ use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Decisions, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
+use crate::faults::inject::WriteFate;
+use crate::faults::{FaultPlan, Faults, Invariants};
 use crate::store::{ApplyError, Store, Watched};
 
 /// Turns the controllers may take to settle before the cluster is declared stuck: far more
@@ -59,6 +61,18 @@ pub struct Cluster {
     /// The present.
     pub now: Instant,
     cache: CacheOptions,
+    pub(crate) chaos: Option<Box<Chaos>>,
+}
+
+/// Faults injected into a cluster, and the invariants checked under them.
+#[derive(Debug)]
+pub struct Chaos {
+    /// The injector.
+    pub faults: Faults,
+    /// The checker.
+    pub invariants: Invariants,
+    /// The last session's writes were cut short (some of its decisions never landed).
+    pub last_session_cut: bool,
 }
 
 impl Cluster {
@@ -83,17 +97,48 @@ impl Cluster {
             controllers,
             now,
             cache,
+            chaos: None,
         }
     }
 
-    /// Hands watch events to the controllers.
+    /// Injects the faults of `plan` from now on, and checks the invariants under them.
+    pub fn inject_faults(&mut self, plan: FaultPlan) {
+        self.chaos = Some(Box::new(Chaos {
+            faults: Faults::new(plan),
+            invariants: Invariants::new(),
+            last_session_cut: false,
+        }));
+    }
+
+    /// The faults injected and the invariants checked, when [`Cluster::inject_faults`] was
+    /// called.
+    pub fn chaos(&self) -> Option<&Chaos> {
+        self.chaos.as_deref()
+    }
+
+    /// [`Cluster::chaos`], to change.
+    pub fn chaos_mut(&mut self) -> Option<&mut Chaos> {
+        self.chaos.as_deref_mut()
+    }
+
+    /// Hands watch events to the controllers (with faults: some twice, in another order).
     pub fn feed(&mut self, watched: &[Watched]) {
         if watched.is_empty() {
             return;
         }
         let view = ClusterView::new(&self.store.objects);
-        for w in watched {
-            self.controllers.observe(w.as_watch(), &view);
+        match self.chaos.as_deref_mut() {
+            Some(chaos) => {
+                chaos.faults.set_now(self.now);
+                for w in chaos.faults.deliver(watched.to_vec()) {
+                    self.controllers.observe(w.as_watch(), &view);
+                }
+            }
+            None => {
+                for w in watched {
+                    self.controllers.observe(w.as_watch(), &view);
+                }
+            }
         }
     }
 
@@ -106,13 +151,21 @@ impl Cluster {
     /// follow transitions (a Job's phase) without rescanning the objects.
     pub fn settle_with(&mut self, mut seen: impl FnMut(&Change)) -> Result<Settled, ClusterError> {
         let mut done = Settled::default();
+        // At most one crash per settling: a restarted process gets through the work it
+        // relisted, as a crash-looping one backs off (without this, crashes at a high rate
+        // restart the controllers forever at one instant).
+        let mut crashed_once = false;
         // The changes of the last turn, still to be watched and reported: done with the next
         // turn's view, since both see the same objects (one index build per turn, not two).
         let mut last: Option<(WorkKey, bool, Vec<Watched>)> = None;
         loop {
             let work = {
                 let view = ClusterView::new(&self.store.objects);
-                if let Some((key, ok, watched)) = last.take() {
+                if let Some((key, ok, mut watched)) = last.take() {
+                    if let Some(chaos) = self.chaos.as_deref_mut() {
+                        chaos.faults.set_now(self.now);
+                        watched = chaos.faults.deliver(watched);
+                    }
                     for w in &watched {
                         self.controllers.observe(w.as_watch(), &view);
                     }
@@ -128,8 +181,25 @@ impl Cluster {
                 return Err(ClusterError::Unsettled(MAX_TURNS_PER_SETTLE));
             }
             let mut ok = true;
+            let mut crashed = false;
             let mut watched = Vec::new();
             for c in &changes {
+                let fate = if crashed_once {
+                    self.write_fate(c).without_crash()
+                } else {
+                    self.write_fate(c)
+                };
+                match fate {
+                    WriteFate::Apply => {}
+                    WriteFate::Conflict => {
+                        ok = false;
+                        break;
+                    }
+                    WriteFate::Crash => {
+                        crashed = true;
+                        break;
+                    }
+                }
                 match self.store.apply(c, self.now) {
                     Ok(w) => {
                         done.changes += 1;
@@ -143,7 +213,26 @@ impl Cluster {
                     }
                 }
             }
-            last = Some((key, ok, watched));
+            if crashed {
+                crashed_once = true;
+                // The process is gone with its work queues and the watch events it had not
+                // seen yet; a new one lists the cluster as it is now.
+                self.controllers
+                    .restart(&ClusterView::new(&self.store.objects));
+            } else {
+                last = Some((key, ok, watched));
+            }
+        }
+    }
+
+    /// What the injected faults make of a controller write (without faults: applied).
+    fn write_fate(&mut self, c: &Change) -> WriteFate {
+        match self.chaos.as_deref_mut() {
+            Some(chaos) => {
+                chaos.faults.set_now(self.now);
+                chaos.faults.controller_write(c)
+            }
+            None => WriteFate::Apply,
         }
     }
 
@@ -165,9 +254,11 @@ impl Cluster {
     }
 
     /// [`Cluster::run_session`] on a snapshot the caller took with [`Cluster::snapshot`] (and
-    /// may have read first, as the simulator does for the queues' deserved shares).
+    /// may have read first, as the simulator does for the queues' deserved shares). With
+    /// faults, the decisions are checked against the invariants, then only the part of them
+    /// that reached the API server is applied and returned.
     pub fn run_session_on(&mut self, snap: Snapshot, conf: &SchedulerConf, uid: &str) -> Decisions {
-        let d = volcano_scheduler::run_session(
+        let mut d = volcano_scheduler::run_session(
             snap,
             conf,
             SessionOptions {
@@ -176,6 +267,16 @@ impl Cluster {
                 ..Default::default()
             },
         );
+        if let Some(chaos) = self.chaos.as_deref_mut() {
+            chaos.invariants.session(&self.store.objects, &d);
+            chaos.faults.set_now(self.now);
+            let written = chaos.faults.cut(&d);
+            chaos.last_session_cut = written.binds.len() != d.binds.len()
+                || written.evictions.len() != d.evictions.len()
+                || written.pod_groups.len() != d.pod_groups.len()
+                || written.queues.len() != d.queues.len();
+            d = written;
+        }
         let watched = self.apply_decisions(&d);
         self.feed(&watched);
         d

@@ -23,6 +23,21 @@ pub struct SimMetrics {
     pub evictions: Vec<EvictionRecord>,
     /// Wall-clock latency of each scheduling session, in milliseconds, in order.
     pub session_ms: Vec<f64>,
+    /// The faults injected and the invariants they broke, when the run injected any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultReport>,
+}
+
+/// What a run with faults went through.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultReport {
+    /// The seed the faults were drawn from.
+    pub seed: u64,
+    /// How many of each fault struck.
+    pub injected: crate::faults::FaultCounts,
+    /// Every invariant broken, in words (empty: all held).
+    pub violations: Vec<String>,
 }
 
 /// The headline figures of a run.

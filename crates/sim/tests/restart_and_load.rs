@@ -15,6 +15,7 @@ use volcano_controllers::view::ClusterView;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::Cluster;
+use volcano_sim::store::Watched;
 use volcano_sim::churn::{self, Churn};
 
 fn options() -> ManagerOptions {
@@ -189,4 +190,56 @@ fn work_queues_stay_bounded_by_the_objects_under_conflicting_churn() {
         report.peak_job_queue <= 50 && report.peak_queue_queue <= 2,
         "work queues hold at most one entry per object: {report:?}"
     );
+}
+
+#[test]
+fn a_pod_group_watch_event_delivered_twice_or_late_warns_once() {
+    let mut c = Cluster::new(
+        load(&format!("{TAINTED_NODE}{}", job("big", 2))),
+        options(),
+        Instant(Duration::from_secs(1)),
+    );
+    let conf = SchedulerConf::default_conf();
+    for i in 0..3 {
+        round(&mut c, &conf, i);
+    }
+    let warned = |c: &Cluster| {
+        c.store
+            .events
+            .iter()
+            .filter(|e| e.reason == "PodGroupPending")
+            .count()
+    };
+    assert_eq!(warned(&c), 1);
+    let unschedulable = c.store.objects.pod_groups[0].clone();
+    let mut before = unschedulable.clone();
+    if let Some(s) = before.status.as_mut() {
+        s.conditions.clear();
+    }
+
+    // The same transition again, as a relist or a reconnected watch delivers it.
+    let again = Watched::PodGroup(
+        Some(Box::new(before.clone())),
+        Some(Box::new(unschedulable.clone())),
+    );
+    c.feed(&[again.clone(), again]);
+    c.settle().unwrap();
+    assert_eq!(warned(&c), 1, "a duplicated watch event warns no more");
+
+    // A late event: by the time it arrives, the gang has been scheduled.
+    let newer = |pg: &mut volcano_api::scheduling::PodGroup, type_: &str, secs: i64| {
+        let s = pg.status.get_or_insert_with(Default::default);
+        s.conditions.push(volcano_api::scheduling::PodGroupCondition {
+            type_: type_.to_string(),
+            status: "True".to_string(),
+            last_transition_time: Some(Instant(Duration::from_secs(100 + secs as u64)).to_time()),
+            ..Default::default()
+        });
+    };
+    newer(&mut c.store.objects.pod_groups[0], "Scheduled", 10);
+    let mut late = unschedulable;
+    newer(&mut late, "Unschedulable", 5);
+    c.feed(&[Watched::PodGroup(Some(Box::new(before)), Some(Box::new(late)))]);
+    c.settle().unwrap();
+    assert_eq!(warned(&c), 1, "a stale watch event warns about nothing");
 }

@@ -1,14 +1,15 @@
 //! The job controller's bookkeeping: watch events become requests, requests wait in a work
 //! queue keyed by job, and each turn carries out one request for one job.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use volcano_api::batch::Job;
 use volcano_api::bus::{BusAction, BusEvent};
 use volcano_api::event::Event;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::keys;
-use volcano_api::scheduling::{PodGroup, phase as pg_phase};
+use volcano_api::scheduling::{PodGroup, PodGroupCondition, phase as pg_phase};
 
 use super::policy::decide;
 use super::request::{JobKey, Request};
@@ -35,6 +36,9 @@ pub struct JobController {
     // Jobs whose retries ran out and whose TerminateJob is queued: if that fails too, the
     // job is dropped rather than terminated again, forever.
     terminating: BTreeSet<JobKey>,
+    // The PodGroup condition each `PodGroupPending` warning reported, by PodGroup uid: a
+    // watch event delivered twice must not warn twice. Dropped with the PodGroup.
+    warned: HashMap<String, (String, Option<Time>)>,
 }
 
 /// The request a turn is carrying out, and the action it decided on (none for a TTL delete).
@@ -67,6 +71,7 @@ impl JobController {
             delayed: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             terminating: BTreeSet::new(),
+            warned: HashMap::new(),
         }
     }
 
@@ -227,6 +232,9 @@ impl JobController {
         view: &ClusterView<'_>,
     ) -> Option<Event> {
         let (Some(old), Some(new)) = (old, new) else {
+            if let Some(uid) = old.and_then(|pg| pg.metadata.uid.as_ref()) {
+                self.warned.remove(uid);
+            }
             return None;
         };
         let job_name = new
@@ -252,7 +260,38 @@ impl JobController {
             self.enqueue(key.clone(), Request::event(event));
         }
         let job = view.job(&key.0, &key.1)?;
-        sync::pod_group_event(job, old, new)
+        self.warn_once(job, old, new, view)
+    }
+
+    /// The job's warning for a PodGroup transition, unless it is stale or already given.
+    /// Watch events come twice (a relist, a reconnect) and in another order than the writes
+    /// (separate streams): a transition is reported only while the PodGroup, as the cache
+    /// holds it now, still has the newest condition the event says, and once per condition.
+    fn warn_once(
+        &mut self,
+        job: &Job,
+        old: &PodGroup,
+        new: &PodGroup,
+        view: &ClusterView<'_>,
+    ) -> Option<Event> {
+        let newest = |pg: &PodGroup| -> Option<PodGroupCondition> {
+            pg.status.as_ref()?.newest_true_condition().cloned()
+        };
+        let reported = newest(new)?;
+        let ns = new.metadata.namespace.as_deref().unwrap_or_default();
+        let name = new.metadata.name.as_deref().unwrap_or_default();
+        let current = view.pod_group(ns, name).and_then(newest);
+        if current.is_none_or(|c| c.type_ != reported.type_) {
+            return None;
+        }
+        let event = sync::pod_group_event(job, old, new)?;
+        let uid = new.metadata.uid.clone().unwrap_or_default();
+        let id = (reported.type_, reported.last_transition_time);
+        if self.warned.get(&uid) == Some(&id) {
+            return None;
+        }
+        self.warned.insert(uid, id);
+        Some(event)
     }
 
     /// A Command for a job: carry out its action.

@@ -13,7 +13,7 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::scheduling::{PodGroup, Queue};
-use volcano_scheduler::framework::Decisions;
+use volcano_scheduler::framework::{Decisions, Unwritten};
 use volcano_scheduler::model::gpu;
 
 use crate::cache::{ClusterCache, split_key};
@@ -57,13 +57,17 @@ impl Writer {
     /// Writes `d`, updating `cache` with what the API server accepted.
     pub async fn write(&self, d: &Decisions, cache: &mut ClusterCache) -> Written {
         let mut w = Written::default();
+        let mut unwritten = Unwritten::default();
         self.annotate_devices(d, cache).await;
         self.bind(d, cache, &mut w).await;
-        self.evict(d, cache, &mut w).await;
+        self.evict(d, cache, &mut w, &mut unwritten).await;
         self.nominate(d, cache).await;
-        self.pod_group_status(d, cache, &mut w).await;
+        self.pod_group_status(d, cache, &mut w, &mut unwritten)
+            .await;
         self.queue_allocated(d, cache, &mut w).await;
-        for e in &d.events {
+        // Last, and only for what was written: a PodGroup whose status write failed is
+        // decided again next session, and its event with it.
+        for e in d.events_after_writes(&unwritten) {
             let uid = cache.uid_of(&e.object);
             self.events.send(e.clone(), uid);
         }
@@ -151,7 +155,13 @@ impl Writer {
         }
     }
 
-    async fn evict(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
+    async fn evict(
+        &self,
+        d: &Decisions,
+        cache: &mut ClusterCache,
+        w: &mut Written,
+        unwritten: &mut Unwritten,
+    ) {
         let jobs = d.evictions.iter().map(|k| {
             let key = split_key(k);
             let api = self.pods(&key.0);
@@ -167,27 +177,17 @@ impl Writer {
                 Ok(()) => {
                     w.evicted += 1;
                     self.metrics.preemption_attempts.inc();
-                    let uid = cache.pod(&key).and_then(|p| p.metadata.uid.clone());
                     cache.assume_pod(&key, |p| {
                         p.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
                     });
-                    let why = d.eviction_reasons.get(&name).cloned().unwrap_or_default();
-                    self.events.send(
-                        Event {
-                            object: format!("Pod/{name}"),
-                            type_: EventType::Warning,
-                            reason: "Evict".to_string(),
-                            message: if why.is_empty() {
-                                "Pod is evicted by the scheduler".to_string()
-                            } else {
-                                format!("Pod is evicted for {why}")
-                            },
-                        },
-                        uid,
-                    );
                 }
-                Err(e) if is_gone(&e) => {}
-                Err(e) => tracing::warn!(pod = %name, error = %e, "eviction failed"),
+                // A pod gone already was ended by someone else: no `Evict` event either way.
+                Err(e) => {
+                    if !is_gone(&e) {
+                        tracing::warn!(pod = %name, error = %e, "eviction failed");
+                    }
+                    unwritten.evictions.insert(name);
+                }
             }
         }
     }
@@ -214,7 +214,13 @@ impl Writer {
         }
     }
 
-    async fn pod_group_status(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
+    async fn pod_group_status(
+        &self,
+        d: &Decisions,
+        cache: &mut ClusterCache,
+        w: &mut Written,
+        unwritten: &mut Unwritten,
+    ) {
         for u in d.pod_groups.iter().filter(|u| u.changed) {
             let key = split_key(&u.key);
             let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &key.0);
@@ -224,6 +230,7 @@ impl Writer {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(podgroup = %u.key, error = %e, "cannot encode PodGroup status");
+                    unwritten.pod_groups.insert(u.key.clone());
                     continue;
                 }
             };
@@ -236,10 +243,12 @@ impl Writer {
                 Ok(_) => {
                     cache.assume_pod_group(&key, |pg| pg.status = Some(u.status.clone()));
                 }
-                Err(e) if is_gone(&e) => {}
                 Err(e) => {
-                    w.status_failures += 1;
-                    tracing::warn!(podgroup = %u.key, error = %e, "could not write PodGroup status");
+                    if !is_gone(&e) {
+                        w.status_failures += 1;
+                        tracing::warn!(podgroup = %u.key, error = %e, "could not write PodGroup status");
+                    }
+                    unwritten.pod_groups.insert(u.key.clone());
                 }
             }
         }

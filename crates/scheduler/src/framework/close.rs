@@ -1,7 +1,7 @@
 //! Closing a session: PodGroup phases and conditions, queue `allocated`, events on transitions
 //! only, and a reason a person can act on for every PodGroup left unscheduled.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
@@ -92,6 +92,35 @@ impl Decisions {
             || self.pod_groups.iter().any(|p| p.changed)
             || self.queues.iter().any(|q| q.changed)
     }
+
+    /// The events to record once the writes are done. An event about a PodGroup whose status
+    /// was not written is dropped: the next session reads the old status and decides the same
+    /// transition again, so recording it now would report it twice. An `Evict` event about a
+    /// pod whose eviction did not happen is dropped too.
+    pub fn events_after_writes<'a>(
+        &'a self,
+        unwritten: &'a Unwritten,
+    ) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events.iter().filter(|e| {
+            if let Some(pg) = e.object.strip_prefix("PodGroup/") {
+                !unwritten.pod_groups.contains(pg)
+            } else if let Some(pod) = e.object.strip_prefix("Pod/") {
+                !(e.reason == EVICT && unwritten.evictions.contains(pod))
+            } else {
+                true
+            }
+        })
+    }
+}
+
+/// What of a session's decisions the API server did not take: the keys (`ns/name`) of
+/// PodGroup status writes and evictions that failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unwritten {
+    /// PodGroups whose status write failed.
+    pub pod_groups: BTreeSet<String>,
+    /// Pods whose eviction failed.
+    pub evictions: BTreeSet<String>,
 }
 
 /// Number of tasks that count as schedulable for the gang message: ready ones plus pending

@@ -9,7 +9,7 @@ mod priority_queue;
 mod session;
 mod statement;
 
-pub use close::{Decisions, Event, EventType, Unschedulable};
+pub use close::{Decisions, Event, EventType, Unschedulable, Unwritten};
 pub use plugin::{Plugin, PluginSlot, Verdict, Vote};
 pub use priority_queue::PriorityQueue;
 pub use session::{Session, SessionError, SessionOptions};

@@ -115,6 +115,7 @@ fn sample_run() -> SimMetrics {
             reason: "preempted by prod/<b>urgent</b>".to_string(),
         }],
         session_ms: vec![1.0; 10],
+        faults: None,
     }
 }
 

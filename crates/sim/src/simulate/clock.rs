@@ -7,6 +7,7 @@ use std::time::Duration;
 use volcano_controllers::time::Instant;
 
 use super::annotations::Outcome;
+use super::disruptions::Disruption;
 use super::plan::NodeChange;
 
 /// A pod, pinned to one incarnation: a Job restart recreates pods under the same name, and an
@@ -32,6 +33,8 @@ pub enum Event {
     PodEnd(PodRef, Outcome),
     /// A node changes.
     Node(String, NodeChange),
+    /// An injected fault strikes, or is undone.
+    Fault(Disruption),
 }
 
 /// The present and the future.

@@ -7,6 +7,7 @@ use volcano_controllers::time::Instant;
 use volcano_scheduler::conf::SchedulerConf;
 
 use super::clock::{Clock, Event};
+use super::disruptions;
 use super::kubelet::Kubelets;
 use super::plan::{NodeChange, Plan, Submission};
 use super::records::Records;
@@ -14,7 +15,7 @@ use super::sampler::Sampler;
 use super::stats::stats;
 use super::{Progress, SimError, SimOptions, nodes};
 use crate::cluster::Cluster;
-use crate::metrics::{EvictionRecord, SimMetrics, Summary};
+use crate::metrics::{EvictionRecord, FaultReport, SimMetrics, Summary};
 use crate::store::Watched;
 
 /// One run in progress.
@@ -88,6 +89,13 @@ impl<'a> Engine<'a> {
             evictions: Vec::new(),
             session_ms: Vec::new(),
         };
+        if let Some(plan) = &opts.faults {
+            engine.cluster.inject_faults(plan.clone());
+            let Cluster { store, chaos, .. } = &mut engine.cluster;
+            if let Some(chaos) = chaos.as_deref_mut() {
+                disruptions::schedule(&mut chaos.faults, &store.objects.nodes, &mut engine.clock);
+            }
+        }
         let now = engine.clock.now();
         for name in initially_down {
             engine.kubelets.set_down(&name, true);
@@ -121,6 +129,7 @@ impl<'a> Engine<'a> {
                 self.session()?;
             }
             self.records.check_bare(&self.cluster.store.objects, now);
+            self.check_invariants();
             progress(&Progress {
                 now: now.0,
                 until: self.opts.until.map(|_| cap.0),
@@ -232,6 +241,25 @@ impl<'a> Engine<'a> {
                 self.sampler.nodes_changed();
                 self.dirty = true;
             }
+            Event::Fault(d) => {
+                let Cluster { store, chaos, .. } = &mut self.cluster;
+                if let Some(chaos) = chaos.as_deref_mut() {
+                    let (kubelets, clock) = (&mut self.kubelets, &mut self.clock);
+                    disruptions::fire(d, store, kubelets, clock, &mut chaos.faults, out);
+                }
+                self.sampler.nodes_changed();
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// With faults: notes what the objects look like now and checks the events recorded
+    /// since the last step.
+    fn check_invariants(&mut self) {
+        let Cluster { store, chaos, .. } = &mut self.cluster;
+        if let Some(chaos) = chaos.as_deref_mut() {
+            chaos.invariants.observe(&store.objects);
+            chaos.invariants.events(&store.events);
         }
     }
 
@@ -312,7 +340,9 @@ impl<'a> Engine<'a> {
             0.0
         });
         self.dirty = false;
-        self.session_changed = d.changed_anything();
+        // A session whose writes faults cut short left work undone: the next one retries it.
+        let cut = self.cluster.chaos().is_some_and(|c| c.last_session_cut);
+        self.session_changed = d.changed_anything() || cut;
         if self.session_changed {
             self.sampler.changed();
         }
@@ -340,6 +370,19 @@ impl<'a> Engine<'a> {
     }
 
     fn finish(mut self, end: Instant) -> SimMetrics {
+        let faults = self.cluster.chaos.take().map(|mut chaos| {
+            chaos.invariants.end(&self.cluster.store.objects);
+            FaultReport {
+                seed: chaos.faults.plan().seed,
+                injected: chaos.faults.counts,
+                violations: chaos
+                    .invariants
+                    .violations()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+            }
+        });
         let objects = &self.cluster.store.objects;
         let running = self
             .sampler
@@ -394,6 +437,7 @@ impl<'a> Engine<'a> {
             timeline,
             evictions: self.evictions,
             session_ms: self.session_ms,
+            faults,
         }
     }
 }

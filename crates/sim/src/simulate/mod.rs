@@ -15,6 +15,7 @@
 
 pub mod annotations;
 pub mod clock;
+pub mod disruptions;
 pub mod duration;
 mod engine;
 pub mod kubelet;
@@ -33,6 +34,7 @@ use volcano_controllers::manager::ManagerOptions;
 use volcano_scheduler::conf::SchedulerConf;
 
 use crate::cluster::ClusterError;
+use crate::faults::FaultPlan;
 use crate::metrics::SimMetrics;
 
 /// How a run goes.
@@ -52,6 +54,8 @@ pub struct SimOptions {
     /// Measure session latency (wall-clock); off, every latency reads 0 so output depends on
     /// the input alone.
     pub timings: bool,
+    /// Faults to inject, with the invariants checked after every step.
+    pub faults: Option<FaultPlan>,
 }
 
 impl Default for SimOptions {
@@ -63,6 +67,7 @@ impl Default for SimOptions {
             max_time: Duration::from_secs(30 * 86_400),
             sample_every: Duration::from_secs(60),
             timings: true,
+            faults: None,
         }
     }
 }

@@ -1,0 +1,374 @@
+//! What must hold whatever a run's faults: checked on every session's decisions against the
+//! objects it started from, on every event recorded, and on the objects at the end.
+//!
+//! The session checks read what the scheduler *decided*, before faults cut its writes: a
+//! decision is wrong or right on its own, and a write that failed only removes from it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use volcano_api::Objects;
+use volcano_api::batch::job_phase;
+use volcano_api::event::Event;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::keys;
+use volcano_scheduler::framework::Decisions;
+
+use super::accounting::{
+    Res, add, fits_node, group_of, key, node_allocatable, node_of, parse, phase, pod_request, show,
+    within,
+};
+
+/// A broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A pod already on a node was bound again.
+    BoundTwice {
+        /// `ns/name`.
+        pod: String,
+        /// Where it was.
+        on: String,
+        /// Where the new bind sent it.
+        to: String,
+    },
+    /// The scheduler bound a pod to a node that could not hold it, or to one whose pods
+    /// already needed more than it has.
+    NodeOverAllocatable {
+        /// Node.
+        node: String,
+        /// Σ requests after the session.
+        used: String,
+        /// Allocatable.
+        allocatable: String,
+    },
+    /// A gang got binds without enough members to start.
+    GangPartlyPlaced {
+        /// `ns/name` of the PodGroup.
+        pod_group: String,
+        /// Members ready after the session.
+        ready: usize,
+        /// `minMember`.
+        min_member: i32,
+    },
+    /// A queue within its capability went over it.
+    QueueOverCapability {
+        /// Queue.
+        queue: String,
+        /// Σ requests of its pods after the session.
+        used: String,
+        /// Its capability.
+        capability: String,
+    },
+    /// The same event twice for one object with no change of the object in between.
+    EventRepeated {
+        /// `Kind/ns/name`.
+        object: String,
+        /// Reason.
+        reason: String,
+        /// Message.
+        message: String,
+    },
+    /// A Job not in a final phase at the end of the run.
+    JobNotFinished {
+        /// `ns/name`.
+        job: String,
+        /// Its phase.
+        phase: String,
+    },
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::BoundTwice { pod, on, to } => {
+                write!(f, "pod {pod} bound to {to} while already on {on}")
+            }
+            Violation::NodeOverAllocatable {
+                node,
+                used,
+                allocatable,
+            } => write!(
+                f,
+                "node {node} given a pod beyond its allocatable: uses {used}, has {allocatable}"
+            ),
+            Violation::GangPartlyPlaced {
+                pod_group,
+                ready,
+                min_member,
+            } => write!(
+                f,
+                "PodGroup {pod_group} got binds with {ready} members ready, below minMember {min_member}"
+            ),
+            Violation::QueueOverCapability {
+                queue,
+                used,
+                capability,
+            } => write!(
+                f,
+                "queue {queue} pushed over its capability: uses {used}, capability {capability}"
+            ),
+            Violation::EventRepeated {
+                object,
+                reason,
+                message,
+            } => write!(
+                f,
+                "event {reason} on {object} recorded twice for one transition: {message}"
+            ),
+            Violation::JobNotFinished { job, phase } => {
+                write!(
+                    f,
+                    "Job {job} ended the run in phase {phase}, not a final one"
+                )
+            }
+        }
+    }
+}
+
+/// The checker of one run.
+#[derive(Debug, Default)]
+pub struct Invariants {
+    violations: Vec<Violation>,
+    /// What each object looks like, as far as events are concerned, and how many times that
+    /// changed: an event may repeat only after a change.
+    states: HashMap<String, (String, u64)>,
+    /// The last event on each object, with the object's change count when it was recorded.
+    last_event: HashMap<String, (String, String, u64)>,
+    events_seen: usize,
+}
+
+impl Invariants {
+    /// A checker that has seen nothing.
+    pub fn new() -> Self {
+        Invariants::default()
+    }
+
+    /// What broke so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// Checks a session's decisions against the objects it started from.
+    pub fn session(&mut self, before: &Objects, d: &Decisions) {
+        let pods: HashMap<String, &Pod> =
+            before.pods.iter().map(|p| (key(&p.metadata), p)).collect();
+        let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+        let mut bound: Vec<(&Pod, &str)> = Vec::new();
+        for (pod, node) in &d.binds {
+            let Some(p) = pods.get(pod) else { continue };
+            if let Some(on) = node_of(p) {
+                self.violations.push(Violation::BoundTwice {
+                    pod: pod.clone(),
+                    on: on.to_string(),
+                    to: node.clone(),
+                });
+            }
+            bound.push((p, node));
+        }
+        if bound.is_empty() {
+            return;
+        }
+        let occupies = |p: &Pod| {
+            node_of(p).is_some()
+                && !matches!(phase(p), "Succeeded" | "Failed")
+                && !evicted.contains(key(&p.metadata).as_str())
+        };
+        self.nodes(before, &bound, &occupies);
+        self.gangs(before, &bound, &evicted);
+        self.queues(before, &bound, &occupies);
+    }
+
+    fn nodes(&mut self, before: &Objects, bound: &[(&Pod, &str)], occupies: &dyn Fn(&Pod) -> bool) {
+        let targets: BTreeSet<&str> = bound.iter().map(|(_, n)| *n).collect();
+        let mut used: BTreeMap<&str, Res> = BTreeMap::new();
+        for p in before.pods.iter().filter(|p| occupies(p)) {
+            if let Some(n) = node_of(p).filter(|n| targets.contains(n)) {
+                add(used.entry(n).or_default(), &pod_request(p));
+            }
+        }
+        for (p, n) in bound {
+            add(used.entry(n).or_default(), &pod_request(p));
+        }
+        for node in &before.nodes {
+            let Some(name) = node.metadata.name.as_deref() else {
+                continue;
+            };
+            let Some(u) = used.get(name) else { continue };
+            let allocatable = node_allocatable(node);
+            if !fits_node(u, &allocatable) {
+                self.violations.push(Violation::NodeOverAllocatable {
+                    node: name.to_string(),
+                    used: show(u),
+                    allocatable: show(&allocatable),
+                });
+            }
+        }
+    }
+
+    fn gangs(&mut self, before: &Objects, bound: &[(&Pod, &str)], evicted: &BTreeSet<&str>) {
+        let now_bound: BTreeSet<String> = bound.iter().map(|(p, _)| key(&p.metadata)).collect();
+        let groups: BTreeSet<String> = bound.iter().filter_map(|(p, _)| group_of(p)).collect();
+        let mut ready: BTreeMap<&str, usize> = BTreeMap::new();
+        for p in &before.pods {
+            let Some(g) = group_of(p).filter(|g| groups.contains(g)) else {
+                continue;
+            };
+            let k = key(&p.metadata);
+            // Volcano's JobReady: members bound or done, plus pending BestEffort ones.
+            let counts = if now_bound.contains(&k) {
+                true
+            } else if node_of(p).is_some() {
+                phase(p) != "Failed" && !evicted.contains(k.as_str())
+            } else {
+                pod_request(p).len() == 1
+            };
+            if counts && let Some(g) = groups.get(&g) {
+                *ready.entry(g.as_str()).or_default() += 1;
+            }
+        }
+        for pg in &before.pod_groups {
+            let k = key(&pg.metadata);
+            if !groups.contains(&k) {
+                continue;
+            }
+            let n = ready.get(k.as_str()).copied().unwrap_or(0);
+            if (n as i64) < i64::from(pg.spec.min_member) {
+                self.violations.push(Violation::GangPartlyPlaced {
+                    pod_group: k,
+                    ready: n,
+                    min_member: pg.spec.min_member,
+                });
+            }
+        }
+    }
+
+    fn queues(
+        &mut self,
+        before: &Objects,
+        bound: &[(&Pod, &str)],
+        occupies: &dyn Fn(&Pod) -> bool,
+    ) {
+        let queue_of: HashMap<String, &str> = before
+            .pod_groups
+            .iter()
+            .map(|pg| {
+                let q = if pg.spec.queue.is_empty() {
+                    keys::DEFAULT_QUEUE
+                } else {
+                    pg.spec.queue.as_str()
+                };
+                (key(&pg.metadata), q)
+            })
+            .collect();
+        let queue_of_pod = |p: &Pod| group_of(p).and_then(|g| queue_of.get(&g).copied());
+        let mut used: BTreeMap<&str, Res> = BTreeMap::new();
+        for p in before.pods.iter().filter(|p| occupies(p)) {
+            if let Some(q) = queue_of_pod(p) {
+                add(used.entry(q).or_default(), &pod_request(p));
+            }
+        }
+        let mut after = used.clone();
+        for (p, _) in bound {
+            if let Some(q) = queue_of_pod(p) {
+                add(after.entry(q).or_default(), &pod_request(p));
+            }
+        }
+        for q in &before.queues {
+            let Some(cap) = q.spec.capability.as_ref().filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            let name = q.metadata.name.as_deref().unwrap_or_default();
+            let cap = parse(Some(cap));
+            let empty = Res::new();
+            let (was, is) = (
+                used.get(name).unwrap_or(&empty),
+                after.get(name).unwrap_or(&empty),
+            );
+            if within(was, &cap) && !within(is, &cap) {
+                self.violations.push(Violation::QueueOverCapability {
+                    queue: name.to_string(),
+                    used: show(is),
+                    capability: show(&cap),
+                });
+            }
+        }
+    }
+
+    /// Notes what each object looks like now, as events see it: a PodGroup's phase and newest
+    /// condition (also under its Job's name, whose `PodGroupPending` events report them), a
+    /// pod's incarnation. Call after every step, before [`Invariants::events`].
+    pub fn observe(&mut self, objs: &Objects) {
+        let mut note = |object: String, state: String| match self.states.get_mut(&object) {
+            Some((s, changes)) if *s != state => {
+                *s = state;
+                *changes += 1;
+            }
+            Some(_) => {}
+            None => {
+                self.states.insert(object, (state, 0));
+            }
+        };
+        for pg in &objs.pod_groups {
+            let status = pg.status.as_ref();
+            let newest = status
+                .and_then(|s| s.newest_true_condition())
+                .map(|c| format!("{}:{}", c.type_, c.message))
+                .unwrap_or_default();
+            let state = format!(
+                "{}|{newest}",
+                status.map(|s| s.phase.as_str()).unwrap_or_default()
+            );
+            let k = key(&pg.metadata);
+            for owner in pg.metadata.owner_references.iter().flatten() {
+                if owner.kind == "Job" {
+                    let ns = pg.metadata.namespace.as_deref().unwrap_or("default");
+                    note(format!("Job/{ns}/{}", owner.name), state.clone());
+                }
+            }
+            note(format!("PodGroup/{k}"), state);
+        }
+        for p in &objs.pods {
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            note(format!("Pod/{}", key(&p.metadata)), uid);
+        }
+    }
+
+    /// Checks the events recorded since the last call (`all` is every event of the run).
+    pub fn events(&mut self, all: &[Event]) {
+        for e in all.iter().skip(self.events_seen) {
+            let changes = self.states.get(&e.object).map_or(0, |(_, c)| *c);
+            let repeat = self
+                .last_event
+                .get(&e.object)
+                .is_some_and(|(r, m, c)| *r == e.reason && *m == e.message && *c == changes);
+            if repeat {
+                self.violations.push(Violation::EventRepeated {
+                    object: e.object.clone(),
+                    reason: e.reason.clone(),
+                    message: e.message.clone(),
+                });
+            }
+            self.last_event.insert(
+                e.object.clone(),
+                (e.reason.clone(), e.message.clone(), changes),
+            );
+        }
+        self.events_seen = all.len();
+    }
+
+    /// Checks the objects at the end of a run: every Job in a final phase.
+    pub fn end(&mut self, objs: &Objects) {
+        for j in &objs.jobs {
+            let phase = j
+                .status
+                .as_ref()
+                .map(|s| s.state.phase.as_str())
+                .unwrap_or_default();
+            if !(job_phase::is_finished(phase) || phase == job_phase::ABORTED) {
+                self.violations.push(Violation::JobNotFinished {
+                    job: key(&j.metadata),
+                    phase: phase.to_string(),
+                });
+            }
+        }
+    }
+}

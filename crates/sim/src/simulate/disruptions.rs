@@ -1,0 +1,216 @@
+//! The node-level faults of a run: nodes deleted and back later, nodes whose allocatable
+//! drops below what their pods use, pods bound straight to a node by another scheduler. Drawn
+//! from the run's fault seed when the run starts; each undone when the fault window closes.
+
+use std::time::Duration;
+
+use volcano_api::k8s_openapi::api::core::v1::{
+    Container, Node, Pod, PodSpec, ResourceRequirements,
+};
+use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use volcano_api::resources::{format_amount, parse_resource_list};
+use volcano_api::scheduling::ResourceList;
+use volcano_controllers::change::Change;
+use volcano_controllers::time::Instant;
+
+use super::annotations::DURATION;
+use super::clock::{Clock, Event};
+use super::kubelet::{Kubelets, is_terminal, node_of};
+use crate::faults::Faults;
+use crate::store::{Store, Watched};
+
+/// The scheduler name of the pods another scheduler binds.
+pub const FOREIGN_SCHEDULER: &str = "default-scheduler";
+
+/// How long a foreign pod runs.
+const FOREIGN_POD_RUNS: Duration = Duration::from_secs(120);
+
+/// One node-level fault, or its undoing.
+#[derive(Debug, Clone)]
+pub enum Disruption {
+    /// The node object is deleted; its pods are lost.
+    Vanish(String),
+    /// A vanished node comes back as it was.
+    Return(Box<Node>),
+    /// The node's allocatable drops to half of what its pods request.
+    Shrink(String),
+    /// A shrunk node gets its allocatable back.
+    Restore(String, ResourceList),
+    /// Another scheduler binds a pod taking half the node.
+    ForeignPod(String),
+}
+
+/// Schedules the plan's node faults at random instants of the window, on random nodes.
+pub fn schedule(faults: &mut Faults, nodes: &[Node], clock: &mut Clock) {
+    let names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let plan = faults.plan().clone();
+    let pick = |faults: &mut Faults| names[faults.below(names.len())].clone();
+    for _ in 0..plan.node_vanish {
+        let (at, node) = (faults.instant_in_window(), pick(faults));
+        clock.schedule(at, Event::Fault(Disruption::Vanish(node)));
+    }
+    for _ in 0..plan.node_shrink {
+        let (at, node) = (faults.instant_in_window(), pick(faults));
+        clock.schedule(at, Event::Fault(Disruption::Shrink(node)));
+    }
+    for _ in 0..plan.foreign_pods {
+        let (at, node) = (faults.instant_in_window(), pick(faults));
+        clock.schedule(at, Event::Fault(Disruption::ForeignPod(node)));
+    }
+}
+
+/// Carries out `d` now, scheduling its undoing at the end of `window`.
+pub fn fire(
+    d: Disruption,
+    store: &mut Store,
+    kubelets: &mut Kubelets,
+    clock: &mut Clock,
+    faults: &mut Faults,
+    out: &mut Vec<Watched>,
+) {
+    let now = clock.now();
+    let heal = Instant(faults.plan().window.max(now.0));
+    match d {
+        Disruption::Vanish(name) => {
+            let Some(i) = position(store, &name) else {
+                return;
+            };
+            let node = store.objects.nodes.remove(i);
+            faults.counts.nodes_vanished += 1;
+            kubelets.set_down(&name, true);
+            kubelets.lose_pods_on(store, &name, now, out);
+            clock.schedule(heal, Event::Fault(Disruption::Return(Box::new(node))));
+        }
+        Disruption::Return(node) => {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            if position(store, &name).is_none() {
+                store.objects.nodes.push(*node);
+                kubelets.set_down(&name, false);
+            }
+        }
+        Disruption::Shrink(name) => {
+            let used = requested_on(store, &name);
+            let Some(i) = position(store, &name) else {
+                return;
+            };
+            let status = store.objects.nodes[i]
+                .status
+                .get_or_insert_with(Default::default);
+            let Some(before) = status.allocatable.clone() else {
+                return;
+            };
+            let mut shrunk = before.clone();
+            for (resource, amount) in parse_resource_list(&before).unwrap_or_default() {
+                if resource == "cpu" || resource == "memory" {
+                    let in_use = used.iter().find(|(r, _)| *r == resource).map_or(0, |u| u.1);
+                    let half = if in_use > 0 { in_use / 2 } else { amount / 2 };
+                    shrunk.insert(resource.clone(), Quantity(format_amount(&resource, half)));
+                }
+            }
+            status.allocatable = Some(shrunk);
+            faults.counts.nodes_shrunk += 1;
+            clock.schedule(heal, Event::Fault(Disruption::Restore(name, before)));
+        }
+        Disruption::Restore(name, allocatable) => {
+            if let Some(i) = position(store, &name) {
+                store.objects.nodes[i]
+                    .status
+                    .get_or_insert_with(Default::default)
+                    .allocatable = Some(allocatable);
+            }
+        }
+        Disruption::ForeignPod(name) => {
+            let Some(i) = position(store, &name) else {
+                return;
+            };
+            let allocatable = store.objects.nodes[i]
+                .status
+                .as_ref()
+                .and_then(|s| s.allocatable.clone())
+                .unwrap_or_default();
+            faults.counts.foreign_pods += 1;
+            let pod = foreign_pod(faults.counts.foreign_pods, &name, &allocatable);
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            out.extend(
+                store
+                    .apply(&Change::CreatePod(Box::new(pod)), now)
+                    .unwrap_or_default(),
+            );
+            kubelets.adopt(store, clock, "default", &pod_name, out);
+        }
+    }
+}
+
+fn position(store: &Store, node: &str) -> Option<usize> {
+    store
+        .objects
+        .nodes
+        .iter()
+        .position(|n| n.metadata.name.as_deref() == Some(node))
+}
+
+/// Σ requests (canonical units) of the pods occupying `node`.
+fn requested_on(store: &Store, node: &str) -> Vec<(String, i64)> {
+    let mut sum: Vec<(String, i64)> = Vec::new();
+    for p in &store.objects.pods {
+        if node_of(p) != Some(node) || is_terminal(p) {
+            continue;
+        }
+        let Some(spec) = &p.spec else { continue };
+        for (r, v) in volcano_api::resources::pod_requests(spec).unwrap_or_default() {
+            match sum.iter_mut().find(|(k, _)| *k == r) {
+                Some(e) => e.1 = e.1.saturating_add(v),
+                None => sum.push((r, v)),
+            }
+        }
+    }
+    sum
+}
+
+/// The `n`-th pod another scheduler binds to `node`: half its CPU and memory, for two minutes.
+fn foreign_pod(n: u64, node: &str, allocatable: &ResourceList) -> Pod {
+    let half: ResourceList = parse_resource_list(allocatable)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(r, _)| r == "cpu" || r == "memory")
+        .map(|(r, v)| {
+            let q = Quantity(format_amount(&r, v / 2));
+            (r, q)
+        })
+        .collect();
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("foreign-{n}")),
+            namespace: Some("default".to_string()),
+            annotations: Some(
+                [(
+                    DURATION.to_string(),
+                    format!("{}s", FOREIGN_POD_RUNS.as_secs()),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            scheduler_name: Some(FOREIGN_SCHEDULER.to_string()),
+            node_name: Some(node.to_string()),
+            containers: vec![Container {
+                name: "main".to_string(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(half),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
