@@ -1,11 +1,13 @@
 //! [`LocalApiServer`]: the API served on a local port in the background.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::http::faults::WriteFaults;
 use crate::http::{self, AppState};
 use crate::shared::{SharedOptions, SharedStore};
 use crate::store::StoreOptions;
@@ -21,6 +23,9 @@ pub struct ServerOptions {
     pub watch_buffer: usize,
     /// Idle time after which a watch that allows bookmarks gets one.
     pub bookmark_interval: Duration,
+    /// Refuse every n-th write of the scheduler and controllers (0: none), to test that
+    /// they retry and lose nothing.
+    pub refuse_every_nth_write: u32,
 }
 
 impl Default for ServerOptions {
@@ -30,6 +35,7 @@ impl Default for ServerOptions {
             watch_history: StoreOptions::default().watch_history,
             watch_buffer: SharedOptions::default().watch_buffer,
             bookmark_interval: Duration::from_secs(1),
+            refuse_every_nth_write: 0,
         }
     }
 }
@@ -67,6 +73,7 @@ pub struct LocalApiServer {
     store: SharedStore,
     shutdown: tokio::sync::watch::Sender<bool>,
     task: JoinHandle<()>,
+    faults: Arc<WriteFaults>,
 }
 
 impl LocalApiServer {
@@ -89,11 +96,13 @@ impl LocalApiServer {
         let listener = TcpListener::bind(opts.listen).await.map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         let (shutdown, mut signal) = tokio::sync::watch::channel(false);
+        let faults = Arc::new(WriteFaults::new(opts.refuse_every_nth_write));
         let app = http::router(AppState {
             store: store.clone(),
             addr,
             bookmark_interval: opts.bookmark_interval,
             shutdown: signal.clone(),
+            faults: faults.clone(),
         });
         let task = tokio::spawn(async move {
             let stopped = async move {
@@ -113,7 +122,13 @@ impl LocalApiServer {
             store,
             shutdown,
             task,
+            faults,
         })
+    }
+
+    /// Writes refused on purpose so far ([`ServerOptions::refuse_every_nth_write`]).
+    pub fn refused_writes(&self) -> u64 {
+        self.faults.refused()
     }
 
     /// `http://127.0.0.1:PORT`.

@@ -53,6 +53,10 @@ pub struct UpArgs {
     /// Where the scheduler's and controllers' `/metrics` are served, if anywhere.
     #[arg(long = "listen-address")]
     pub listen_address: Option<SocketAddr>,
+    /// Refuse every n-th write of pods, PodGroups and Job and Queue status (409 or 500), to
+    /// watch the scheduler and controllers retry (0: never).
+    #[arg(long = "refuse-every-nth-write", default_value_t = 0)]
+    pub refuse_every_nth_write: u32,
     /// Run no scheduler inside: schedule with `volcano scheduler --kubeconfig ...` instead.
     #[arg(long = "no-scheduler")]
     pub no_scheduler: bool,
@@ -88,6 +92,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     rt.block_on(async {
         let server = LocalApiServer::start(ServerOptions {
             listen: args.listen,
+            refuse_every_nth_write: args.refuse_every_nth_write,
             ..Default::default()
         })
         .await

@@ -215,3 +215,64 @@ async fn a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded() {
     sched.stop().await;
     ctl.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_binds_and_status_writes_are_retried_and_every_job_completes_once() {
+    // Every fifth write of pods, PodGroups and Job and Queue status fails (409 or 500).
+    let cluster = Cluster::start_with(
+        2,
+        volcano_apiserver::ServerOptions {
+            refuse_every_nth_write: 5,
+            ..Default::default()
+        },
+    )
+    .await;
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl");
+    let sched = cluster.scheduler("sched", false);
+    // Twelve one-CPU jobs of a second on eight CPUs: two waves.
+    submit(&client, (0..12).map(|i| format!("j{i}")), 1).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let (all, phases) = eventually(90, async || {
+        let l = jobs.list(&ListParams::default()).await.unwrap();
+        let phases: Vec<String> = l
+            .items
+            .iter()
+            .map(|j| {
+                j.status
+                    .as_ref()
+                    .map(|s| s.state.phase.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (
+            phases.len() == 12 && phases.iter().all(|p| p == "Completed"),
+            phases,
+        )
+    })
+    .await;
+    assert!(
+        all,
+        "every job completes through the refused writes: {phases:?}"
+    );
+    assert!(
+        cluster.server.refused_writes() >= 10,
+        "writes were refused: {}",
+        cluster.server.refused_writes()
+    );
+    // One pod per job, each bound once: a refused bind leaves the pod pending for the next
+    // session, never bound twice or recreated.
+    let pods = Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(pods.len(), 12, "one pod per job");
+    assert_eq!(
+        sched.metrics.pods_bound.get(),
+        12,
+        "each pod bound exactly once"
+    );
+    sched.stop().await;
+    ctl.stop().await;
+}

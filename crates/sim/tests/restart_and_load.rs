@@ -15,8 +15,8 @@ use volcano_controllers::view::ClusterView;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::Cluster;
-use volcano_sim::store::Watched;
 use volcano_sim::churn::{self, Churn};
+use volcano_sim::store::Watched;
 
 fn options() -> ManagerOptions {
     ManagerOptions {
@@ -229,17 +229,23 @@ fn a_pod_group_watch_event_delivered_twice_or_late_warns_once() {
     // A late event: by the time it arrives, the gang has been scheduled.
     let newer = |pg: &mut volcano_api::scheduling::PodGroup, type_: &str, secs: i64| {
         let s = pg.status.get_or_insert_with(Default::default);
-        s.conditions.push(volcano_api::scheduling::PodGroupCondition {
-            type_: type_.to_string(),
-            status: "True".to_string(),
-            last_transition_time: Some(Instant(Duration::from_secs(100 + secs as u64)).to_time()),
-            ..Default::default()
-        });
+        s.conditions
+            .push(volcano_api::scheduling::PodGroupCondition {
+                type_: type_.to_string(),
+                status: "True".to_string(),
+                last_transition_time: Some(
+                    Instant(Duration::from_secs(100 + secs as u64)).to_time(),
+                ),
+                ..Default::default()
+            });
     };
     newer(&mut c.store.objects.pod_groups[0], "Scheduled", 10);
     let mut late = unschedulable;
     newer(&mut late, "Unschedulable", 5);
-    c.feed(&[Watched::PodGroup(Some(Box::new(before)), Some(Box::new(late)))]);
+    c.feed(&[Watched::PodGroup(
+        Some(Box::new(before)),
+        Some(Box::new(late)),
+    )]);
     c.settle().unwrap();
     assert_eq!(warned(&c), 1, "a stale watch event warns about nothing");
 }

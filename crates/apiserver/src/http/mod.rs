@@ -1,6 +1,7 @@
 //! The HTTP face of the store: routes, discovery, resource endpoints, watches and tables.
 
 pub mod discovery;
+pub mod faults;
 pub mod openapi;
 pub mod resource;
 pub mod response;
@@ -8,6 +9,7 @@ pub mod table;
 pub mod watch;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -32,6 +34,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// Becomes true (or closes) when the server shuts down; watches end then.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Writes refused on purpose (none unless asked for).
+    pub faults: Arc<faults::WriteFaults>,
 }
 
 /// The router of the whole API.

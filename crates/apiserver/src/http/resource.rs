@@ -160,6 +160,9 @@ async fn dispatch(
         target: &target,
         params: &params,
     };
+    if let Some(refused) = state.faults.refuse(&method, &target) {
+        return refused.into_response();
+    }
     let result = match (&method, target.name.is_some(), target.sub.as_deref()) {
         (&Method::GET, false, None) if is_true(params.get("watch")) => {
             return watch::serve(state, &target, &params, wants_table);

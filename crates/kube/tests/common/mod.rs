@@ -70,9 +70,12 @@ pub fn fast_lease() -> LeaseTimings {
 impl Cluster {
     /// A server with `nodes` nodes of 4 CPUs and 8Gi each.
     pub async fn start(nodes: usize) -> Cluster {
-        let server = LocalApiServer::start(ServerOptions::default())
-            .await
-            .expect("server starts");
+        Cluster::start_with(nodes, ServerOptions::default()).await
+    }
+
+    /// [`Cluster::start`] with server options (write faults, for example).
+    pub async fn start_with(nodes: usize, opts: ServerOptions) -> Cluster {
+        let server = LocalApiServer::start(opts).await.expect("server starts");
         let specs: Vec<NodeSpec> = (0..nodes)
             .map(|i| NodeSpec::new(format!("node-{i}")).cpu("4").memory("8Gi"))
             .collect();
