@@ -24,6 +24,21 @@ async fn submit(client: &kube::Client, names: impl IntoIterator<Item = String>, 
     }
 }
 
+async fn job_phases(jobs: &Api<Job>) -> Vec<String> {
+    jobs.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|j| {
+            j.status
+                .as_ref()
+                .map(|s| s.state.phase.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 async fn bound_pods(client: &kube::Client) -> usize {
     Api::<Pod>::namespaced(client.clone(), "default")
         .list(&ListParams::default())
@@ -64,17 +79,7 @@ async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice() {
     let second = cluster.scheduler("sched-b", false);
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let (all, phases) = eventually(60, async || {
-        let l = jobs.list(&ListParams::default()).await.unwrap();
-        let phases: Vec<String> = l
-            .items
-            .iter()
-            .map(|j| {
-                j.status
-                    .as_ref()
-                    .map(|s| s.state.phase.clone())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let phases = job_phases(&jobs).await;
         (phases.iter().all(|p| p == "Completed"), phases)
     })
     .await;
@@ -234,17 +239,7 @@ async fn refused_binds_and_status_writes_are_retried_and_every_job_completes_onc
     submit(&client, (0..12).map(|i| format!("j{i}")), 1).await;
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let (all, phases) = eventually(90, async || {
-        let l = jobs.list(&ListParams::default()).await.unwrap();
-        let phases: Vec<String> = l
-            .items
-            .iter()
-            .map(|j| {
-                j.status
-                    .as_ref()
-                    .map(|s| s.state.phase.clone())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let phases = job_phases(&jobs).await;
         (
             phases.len() == 12 && phases.iter().all(|p| p == "Completed"),
             phases,

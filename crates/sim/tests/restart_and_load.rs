@@ -77,10 +77,8 @@ fn round(c: &mut Cluster, conf: &SchedulerConf, i: u32) -> usize {
     settled.changes + usize::from(d.changed_anything())
 }
 
-#[test]
-fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
-    // The only node is under maintenance: the gang is admitted but cannot be placed. Then the
-    // taint goes and the gang runs, leaving a stale Unschedulable condition behind.
+/// A gang admitted but unplaceable (its only node is under maintenance), after three rounds.
+fn gang_waiting_on_a_tainted_node() -> (Cluster, SchedulerConf) {
     let mut c = Cluster::new(
         load(&format!("{TAINTED_NODE}{}", job("big", 2))),
         options(),
@@ -90,13 +88,23 @@ fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
     for i in 0..3 {
         round(&mut c, &conf, i);
     }
-    let warned = |c: &Cluster| {
-        c.store
-            .events
-            .iter()
-            .filter(|e| e.object == "Job/default/big" && e.reason == "PodGroupPending")
-            .count()
-    };
+    (c, conf)
+}
+
+/// PodGroupPending warnings of the job `big`.
+fn warned(c: &Cluster) -> usize {
+    c.store
+        .events
+        .iter()
+        .filter(|e| e.object == "Job/default/big" && e.reason == "PodGroupPending")
+        .count()
+}
+
+#[test]
+fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
+    // The only node is under maintenance: the gang is admitted but cannot be placed. Then the
+    // taint goes and the gang runs, leaving a stale Unschedulable condition behind.
+    let (mut c, conf) = gang_waiting_on_a_tainted_node();
     assert_eq!(
         warned(&c),
         1,
@@ -194,22 +202,7 @@ fn work_queues_stay_bounded_by_the_objects_under_conflicting_churn() {
 
 #[test]
 fn a_pod_group_watch_event_delivered_twice_or_late_warns_once() {
-    let mut c = Cluster::new(
-        load(&format!("{TAINTED_NODE}{}", job("big", 2))),
-        options(),
-        Instant(Duration::from_secs(1)),
-    );
-    let conf = SchedulerConf::default_conf();
-    for i in 0..3 {
-        round(&mut c, &conf, i);
-    }
-    let warned = |c: &Cluster| {
-        c.store
-            .events
-            .iter()
-            .filter(|e| e.reason == "PodGroupPending")
-            .count()
-    };
+    let (mut c, _) = gang_waiting_on_a_tainted_node();
     assert_eq!(warned(&c), 1);
     let unschedulable = c.store.objects.pod_groups[0].clone();
     let mut before = unschedulable.clone();
