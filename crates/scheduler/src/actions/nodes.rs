@@ -95,11 +95,10 @@ impl NodeFinder {
                 fe.add(reason);
                 continue;
             }
-            let node = s.node(nid);
-            let reason = if node.out_of_sync {
+            let reason = if s.node_out_of_sync(nid) {
                 Some("node(s) out of sync: their pods need more than they have".to_string())
-            } else if check == ResourceCheck::FutureIdle && !task.resreq.fits_in(&node.future_idle)
-            {
+            } else if check == ResourceCheck::FutureIdle && !s.fits_future_idle(&task.resreq, nid) {
+                let node = s.node(nid);
                 // Volcano names only the first short resource per node.
                 let short = task
                     .resreq
@@ -118,7 +117,7 @@ impl NodeFinder {
                 }
                 continue;
             } else if check == ResourceCheck::PodSlot
-                && node.idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
+                && s.node(nid).idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
             {
                 Some("node(s) pod number exceeded".to_string())
             } else {
@@ -153,12 +152,7 @@ pub fn select_best_node(
     let s = &ssn.snap;
     let req = &s.task(t).resreq;
     let mut idle: Vec<NodeId> = Vec::with_capacity(candidates.len());
-    idle.extend(
-        candidates
-            .iter()
-            .copied()
-            .filter(|&n| req.fits_in(&s.node(n).idle)),
-    );
+    idle.extend(candidates.iter().copied().filter(|&n| s.fits_idle(req, n)));
     let gradient: &[NodeId] = if idle.is_empty() { candidates } else { &idle };
     if gradient.len() <= 1 || !ssn.has_node_order() {
         return gradient

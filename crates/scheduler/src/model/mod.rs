@@ -7,6 +7,7 @@
 pub mod gpu;
 mod job;
 mod node;
+pub mod node_table;
 mod queue;
 mod snapshot;
 mod task;

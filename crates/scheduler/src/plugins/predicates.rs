@@ -14,7 +14,9 @@ use crate::conf::Arguments;
 use crate::fit::FitReason;
 use crate::framework::Plugin;
 use crate::model::{NodeId, Snapshot, TaskId};
-use crate::resource::PODS_DIM;
+
+/// Why a node failed the pod's node selector or required node affinity.
+const NODE_AFFINITY_MISMATCH: &str = "node(s) didn't match Pod's node affinity/selector";
 
 /// The predicates plugin.
 pub struct Predicates {
@@ -144,12 +146,22 @@ impl Plugin for Predicates {
     }
 
     fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
-        let node = s.node(n);
-        let pod = &s.task(t).pod;
-        let max_pods = node.allocatable.get(PODS_DIM) / 1000;
-        if max_pods <= node.pod_count() as i64 {
+        if s.node_pod_room(n) <= 0 {
             return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
         }
+        let pod = &s.task(t).pod;
+        if s.node_plain(n) {
+            // No cordon and no taint to tolerate: only the pod's own constraints can fail,
+            // and a pod without any does not even read the node.
+            return Some(
+                if self.node_affinity && !node_affinity_matches(pod, &s.node(n).node) {
+                    Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH))
+                } else {
+                    Ok(())
+                },
+            );
+        }
+        let node = s.node(n);
         let tolerations = pod
             .spec
             .as_ref()
@@ -167,9 +179,7 @@ impl Plugin for Predicates {
             }
         }
         if self.node_affinity && !node_affinity_matches(pod, &node.node) {
-            return Some(Err(FitReason::unresolvable(
-                "node(s) didn't match Pod's node affinity/selector",
-            )));
+            return Some(Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH)));
         }
         if self.taint_toleration {
             let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
