@@ -234,14 +234,8 @@ impl Resource {
     /// Whether every dimension of `self` is ≤ the same dimension of `avail`.
     #[inline]
     pub fn fits_in(&self, avail: &Resource) -> bool {
-        self.fits_in_row(avail.0.as_slice())
-    }
-
-    /// [`Resource::fits_in`] against amounts laid out as a slice (a row of a dense table).
-    #[inline]
-    pub fn fits_in_row(&self, avail: &[i64]) -> bool {
         // On slices, as this runs for every task and node a scan looks at.
-        let req = self.0.as_slice();
+        let (req, avail) = (self.0.as_slice(), avail.0.as_slice());
         let common = req.len().min(avail.len());
         req[..common]
             .iter()

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::{NodeId, NodeInfo};
 use crate::resource::{CPU_DIM, MEMORY_DIM, PODS_DIM, Resource};
 
@@ -128,25 +130,35 @@ impl NodeTable {
         self.flags.get(n.idx()).map(|v| v & f != 0)
     }
 
-    fn row<'a>(&self, rows: &'a [i64], n: NodeId) -> Option<&'a [i64]> {
-        if self.flag(n, WIDE) != Some(false) {
+    /// `req` laid out as a row, for comparing it with many nodes.
+    pub fn row_request(&self, req: &Resource) -> RowRequest {
+        RowRequest {
+            row: (0..self.width).map(|i| req.get(i)).collect(),
+            rest_fits: req.iter().skip(self.width).all(|(_, v)| v <= 0),
+        }
+    }
+
+    #[inline]
+    fn fits(&self, rows: &[i64], req: &RowRequest, n: NodeId) -> Option<bool> {
+        let i = n.idx();
+        if self.flags.get(i)? & WIDE != 0 {
             return None;
         }
         let w = self.width;
-        rows.get(n.idx() * w..(n.idx() + 1) * w)
+        let row = rows.get(i * w..(i + 1) * w)?;
+        Some(req.rest_fits && req.row.iter().zip(row).all(|(r, a)| r <= a))
     }
 
     /// Whether `req` fits the node's future idle; `None` when the table cannot say.
     #[inline]
-    pub fn fits_future_idle(&self, req: &Resource, n: NodeId) -> Option<bool> {
-        self.row(&self.future_idle, n)
-            .map(|row| req.fits_in_row(row))
+    pub fn fits_future_idle(&self, req: &RowRequest, n: NodeId) -> Option<bool> {
+        self.fits(&self.future_idle, req, n)
     }
 
     /// Whether `req` fits the node's idle; `None` when the table cannot say.
     #[inline]
-    pub fn fits_idle(&self, req: &Resource, n: NodeId) -> Option<bool> {
-        self.row(&self.idle, n).map(|row| req.fits_in_row(row))
+    pub fn fits_idle(&self, req: &RowRequest, n: NodeId) -> Option<bool> {
+        self.fits(&self.idle, req, n)
     }
 
     /// Whether the node is out of sync.
@@ -172,6 +184,15 @@ impl NodeTable {
     pub fn score_inputs(&self, n: NodeId) -> Option<ScoreInputs> {
         self.scores.get(n.idx()).copied()
     }
+}
+
+/// A request laid out like the table's rows. Comparing it with a row is
+/// [`Resource::fits_in`]: both are padded with zeros to the same width, and a request that asks
+/// for a dimension past the rows fits no node.
+#[derive(Debug, Clone)]
+pub struct RowRequest {
+    row: SmallVec<[i64; 4]>,
+    rest_fits: bool,
 }
 
 fn copy_row(row: &mut [i64], r: &Resource) {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::node_table::{self, NodeTable, ScoreInputs};
+use super::node_table::{self, NodeTable, RowRequest, ScoreInputs};
 use super::{JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo, TaskStatus};
 use crate::resource::{Dims, Resource};
 
@@ -36,6 +36,12 @@ pub struct Snapshot {
     /// The nodes' hot numbers in dense rows, once a session asks for them
     /// ([`Snapshot::build_node_table`]); kept in step by every method that changes a node.
     pub(crate) node_table: Option<NodeTable>,
+}
+
+/// A task's request prepared for comparing with many nodes ([`Snapshot::node_request`]).
+pub struct NodeRequest<'a> {
+    req: &'a Resource,
+    row: Option<RowRequest>,
 }
 
 impl Snapshot {
@@ -94,23 +100,36 @@ impl Snapshot {
         self.refresh_node(id);
     }
 
+    /// `req` prepared for comparing with many nodes.
+    pub fn node_request<'a>(&self, req: &'a Resource) -> NodeRequest<'a> {
+        NodeRequest {
+            req,
+            row: self.node_table.as_ref().map(|t| t.row_request(req)),
+        }
+    }
+
     /// Whether `req` fits node `id`'s future idle.
     #[inline]
-    pub fn fits_future_idle(&self, req: &Resource, id: NodeId) -> bool {
-        let fast = self
-            .node_table
-            .as_ref()
-            .and_then(|t| t.fits_future_idle(req, id));
-        debug_assert!(fast.is_none_or(|f| f == req.fits_in(&self.node(id).future_idle)));
-        fast.unwrap_or_else(|| req.fits_in(&self.node(id).future_idle))
+    pub fn fits_future_idle(&self, req: &NodeRequest, id: NodeId) -> bool {
+        let fast = match (&self.node_table, &req.row) {
+            (Some(t), Some(row)) => t.fits_future_idle(row, id),
+            _ => None,
+        };
+        let slow = || req.req.fits_in(&self.node(id).future_idle);
+        debug_assert!(fast.is_none_or(|f| f == slow()));
+        fast.unwrap_or_else(slow)
     }
 
     /// Whether `req` fits node `id`'s idle.
     #[inline]
-    pub fn fits_idle(&self, req: &Resource, id: NodeId) -> bool {
-        let fast = self.node_table.as_ref().and_then(|t| t.fits_idle(req, id));
-        debug_assert!(fast.is_none_or(|f| f == req.fits_in(&self.node(id).idle)));
-        fast.unwrap_or_else(|| req.fits_in(&self.node(id).idle))
+    pub fn fits_idle(&self, req: &NodeRequest, id: NodeId) -> bool {
+        let fast = match (&self.node_table, &req.row) {
+            (Some(t), Some(row)) => t.fits_idle(row, id),
+            _ => None,
+        };
+        let slow = || req.req.fits_in(&self.node(id).idle);
+        debug_assert!(fast.is_none_or(|f| f == slow()));
+        fast.unwrap_or_else(slow)
     }
 
     /// Whether node `id` is out of sync (takes no new placements).
