@@ -79,6 +79,22 @@ pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
         && fields.iter().all(|r| requirement_matches(node, r, true))
 }
 
+/// Whether the pod has a `nodeSelector` or required node affinity (without either, every node
+/// satisfies it).
+fn has_node_constraints(pod: &Pod) -> bool {
+    pod.spec.as_ref().is_some_and(|spec| {
+        spec.node_selector.is_some()
+            || spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .is_some_and(|na| {
+                    na.required_during_scheduling_ignored_during_execution
+                        .is_some()
+                })
+    })
+}
+
 /// Whether `node` satisfies the pod's `nodeSelector` and required node affinity.
 pub fn node_affinity_matches(pod: &Pod, node: &Node) -> bool {
     let Some(spec) = &pod.spec else { return true };
@@ -150,24 +166,25 @@ impl Plugin for Predicates {
             return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
         }
         let pod = &s.task(t).pod;
-        if s.node_plain(n) {
-            // No cordon and no taint to tolerate: only the pod's own constraints can fail,
-            // and a pod without any does not even read the node.
-            return Some(
-                if self.node_affinity && !node_affinity_matches(pod, &s.node(n).node) {
-                    Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH))
-                } else {
-                    Ok(())
-                },
-            );
+        // No cordon and no taint to tolerate: only the pod's own constraints can fail, and a
+        // pod without any passes without reading the node.
+        if s.node_plain(n) && !(self.node_affinity && has_node_constraints(pod)) {
+            return Some(Ok(()));
         }
-        let node = s.node(n);
+        Some(self.check_node(pod, &s.node(n).node))
+    }
+}
+
+impl Predicates {
+    /// Cordon, node affinity and taints, in kube-scheduler's order.
+    #[inline(never)]
+    fn check_node(&self, pod: &Pod, node: &Node) -> Result<(), FitReason> {
         let tolerations = pod
             .spec
             .as_ref()
             .and_then(|s| s.tolerations.as_deref())
             .unwrap_or(&[]);
-        let node_spec = node.node.spec.as_ref();
+        let node_spec = node.spec.as_ref();
         if node_spec.and_then(|s| s.unschedulable).unwrap_or(false) {
             let taint = Taint {
                 key: "node.kubernetes.io/unschedulable".into(),
@@ -175,23 +192,23 @@ impl Plugin for Predicates {
                 ..Default::default()
             };
             if !tolerations.iter().any(|t| tolerates(t, &taint)) {
-                return Some(Err(FitReason::unresolvable("node(s) were unschedulable")));
+                return Err(FitReason::unresolvable("node(s) were unschedulable"));
             }
         }
-        if self.node_affinity && !node_affinity_matches(pod, &node.node) {
-            return Some(Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH)));
+        if self.node_affinity && !node_affinity_matches(pod, node) {
+            return Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH));
         }
         if self.taint_toleration {
             let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
             if let Err(taint) = tolerates_all(tolerations, taints, &["NoSchedule", "NoExecute"]) {
-                return Some(Err(FitReason::unresolvable(format!(
+                return Err(FitReason::unresolvable(format!(
                     "node(s) had untolerated taint {{{}: {}}}",
                     taint.key,
                     taint.value.as_deref().unwrap_or("")
-                ))));
+                )));
             }
         }
-        Some(Ok(()))
+        Ok(())
     }
 }
 
