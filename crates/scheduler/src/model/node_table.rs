@@ -118,14 +118,6 @@ impl NodeTable {
         self.scores[i] = ScoreInputs::of(node);
     }
 
-    /// Re-reads the node object's taints and cordon as well as its accounting.
-    pub fn refresh_all(&mut self, id: NodeId, node: &NodeInfo) {
-        if let Some(flags) = self.flags.get_mut(id.idx()) {
-            *flags = if is_plain(node) { PLAIN } else { 0 };
-        }
-        self.refresh(id, node);
-    }
-
     fn flag(&self, n: NodeId, f: u8) -> Option<bool> {
         self.flags.get(n.idx()).map(|v| v & f != 0)
     }
