@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::job_queues::JobQueues;
-use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, select_best_node};
+use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, Scratch, select_best_node};
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{JobId, PgPhase, TaskId, TaskStatus};
@@ -62,7 +62,7 @@ pub fn execute(ssn: &mut Session) {
     let args = ssn.conf.action_arguments("allocate");
     let mut cache = PredicateCache::new(args.bool_or("predicateErrorCacheEnable", true));
     let mut finder = NodeFinder::new();
-    let mut scores = Vec::new();
+    let mut scratch = Scratch::default();
 
     let mut order = JobQueues::new();
     let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
@@ -155,12 +155,12 @@ pub fn execute(ssn: &mut Session) {
                 break;
             }
             let mut fe = FitErrors::new(nodes_total);
-            let nominated = nominated_node(ssn, t);
-            let candidates = match nominated {
-                Some(n) => vec![n],
+            let nominated = nominated_node(ssn, t).map(|n| [n]);
+            let candidates = match &nominated {
+                Some(n) => n,
                 None => finder.feasible(ssn, t, ResourceCheck::FutureIdle, &mut cache, &mut fe),
             };
-            let Some(node) = select_best_node(ssn, t, &candidates, &mut scores) else {
+            let Some(node) = select_best_node(ssn, t, candidates, &mut scratch) else {
                 ssn.snap.job_mut(j).fit_errors.insert(t, fe);
                 failed_roles.insert(role.unwrap_or_default());
                 if need_continue(ssn, j, &failed_roles) {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::job_queues::JobQueues;
-use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, select_best_node};
+use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, Scratch, select_best_node};
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session};
 use crate::model::{JobId, TaskId, TaskStatus};
@@ -58,7 +58,7 @@ pub fn execute(ssn: &mut Session) {
 
     let mut cache = PredicateCache::new(false);
     let mut finder = NodeFinder::new();
-    let mut scores = Vec::new();
+    let mut scratch = Scratch::default();
     for (j, t) in flat {
         let total = ssn.snap.nodes.len();
         if let Err(e) = ssn.pre_predicate(t) {
@@ -70,7 +70,7 @@ pub fn execute(ssn: &mut Session) {
         }
         let mut fe = FitErrors::new(total);
         let candidates = finder.feasible(ssn, t, ResourceCheck::PodSlot, &mut cache, &mut fe);
-        match select_best_node(ssn, t, &candidates, &mut scores) {
+        match select_best_node(ssn, t, candidates, &mut scratch) {
             Some(node) => {
                 ssn.snap.job_mut(j).fit_errors.remove(&t);
                 ssn.allocate(t, node);

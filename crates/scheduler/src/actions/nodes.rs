@@ -57,12 +57,17 @@ pub enum ResourceCheck {
 /// Walks the nodes from a rotating start and returns the feasible ones.
 pub struct NodeFinder {
     next: usize,
+    /// The last search's answer, kept to reuse its allocation.
+    found: Vec<NodeId>,
 }
 
 impl NodeFinder {
     /// A finder starting at the first node.
     pub fn new() -> Self {
-        NodeFinder { next: 0 }
+        NodeFinder {
+            next: 0,
+            found: Vec::new(),
+        }
     }
 
     /// The nodes `t` may go to, recording every rejection in `fe`.
@@ -73,16 +78,18 @@ impl NodeFinder {
         check: ResourceCheck,
         cache: &mut PredicateCache,
         fe: &mut FitErrors,
-    ) -> Vec<NodeId> {
+    ) -> &[NodeId] {
         let s = &ssn.snap;
         let n = s.nodes.len();
         let want = num_feasible_nodes_to_find(n, ssn.percentage_nodes_to_find);
         let task = s.task(t);
+        let req = s.node_request(&task.resreq);
         let key = match (&task.job, &task.role) {
             (Some(j), Some(r)) if cache.enabled => Some((*j, r.clone())),
             _ => None,
         };
-        let mut found = Vec::with_capacity(want.min(n));
+        let found = &mut self.found;
+        found.clear();
         let mut processed = 0;
         while processed < n && found.len() < want {
             let nid = NodeId(((self.next + processed) % n) as u32);
@@ -95,11 +102,10 @@ impl NodeFinder {
                 fe.add(reason);
                 continue;
             }
-            let node = s.node(nid);
-            let reason = if node.out_of_sync {
+            let reason = if s.node_out_of_sync(nid) {
                 Some("node(s) out of sync: their pods need more than they have".to_string())
-            } else if check == ResourceCheck::FutureIdle && !task.resreq.fits_in(&node.future_idle)
-            {
+            } else if check == ResourceCheck::FutureIdle && !s.fits_future_idle(&req, nid) {
+                let node = s.node(nid);
                 // Volcano names only the first short resource per node.
                 let short = task
                     .resreq
@@ -118,7 +124,7 @@ impl NodeFinder {
                 }
                 continue;
             } else if check == ResourceCheck::PodSlot
-                && node.idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
+                && s.node(nid).idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
             {
                 Some("node(s) pod number exceeded".to_string())
             } else {
@@ -137,8 +143,15 @@ impl NodeFinder {
         if n > 0 {
             self.next = (self.next + processed) % n;
         }
-        found
+        &self.found
     }
+}
+
+/// Buffers [`select_best_node`] reuses from task to task.
+#[derive(Default)]
+pub struct Scratch {
+    idle: Vec<NodeId>,
+    scores: Vec<f64>,
 }
 
 /// The best of `candidates` for `t`: nodes where it fits idle now before nodes where it fits
@@ -148,18 +161,14 @@ pub fn select_best_node(
     ssn: &Session,
     t: TaskId,
     candidates: &[NodeId],
-    scores: &mut Vec<f64>,
+    scratch: &mut Scratch,
 ) -> Option<NodeId> {
     let s = &ssn.snap;
-    let req = &s.task(t).resreq;
-    let mut idle: Vec<NodeId> = Vec::with_capacity(candidates.len());
-    idle.extend(
-        candidates
-            .iter()
-            .copied()
-            .filter(|&n| req.fits_in(&s.node(n).idle)),
-    );
-    let gradient: &[NodeId] = if idle.is_empty() { candidates } else { &idle };
+    let req = s.node_request(&s.task(t).resreq);
+    let Scratch { idle, scores } = scratch;
+    idle.clear();
+    idle.extend(candidates.iter().copied().filter(|&n| s.fits_idle(&req, n)));
+    let gradient: &[NodeId] = if idle.is_empty() { candidates } else { idle };
     if gradient.len() <= 1 || !ssn.has_node_order() {
         return gradient
             .iter()

@@ -375,6 +375,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
         queue_index: Arc::new(queue_index),
         node_index: Arc::new(node_index),
         node_rank: Arc::new(Vec::new()),
+        node_table: None,
     };
     let mut by_name: Vec<usize> = (0..snap.nodes.len()).collect();
     by_name.sort_by(|&a, &b| snap.nodes[a].name.cmp(&snap.nodes[b].name));

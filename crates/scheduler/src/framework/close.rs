@@ -215,16 +215,37 @@ pub fn newest_true_condition(conds: &[PodGroupCondition]) -> Option<&PodGroupCon
     newest
 }
 
+/// Whether two statuses are the same but for their conditions' times and session IDs. Every
+/// field is named, so a field added to the status is not silently left out.
 fn same_status(a: &PodGroupStatus, b: &PodGroupStatus) -> bool {
-    let strip = |s: &PodGroupStatus| {
-        let mut s = s.clone();
-        for c in &mut s.conditions {
-            c.last_transition_time = None;
-            c.transition_id.clear();
-        }
-        s
-    };
-    strip(a) == strip(b)
+    let PodGroupStatus {
+        phase,
+        conditions,
+        running,
+        succeeded,
+        failed,
+    } = a;
+    *phase == b.phase
+        && *running == b.running
+        && *succeeded == b.succeeded
+        && *failed == b.failed
+        && conditions.len() == b.conditions.len()
+        && conditions
+            .iter()
+            .zip(&b.conditions)
+            .all(|(x, y)| same_condition(x, y))
+}
+
+fn same_condition(a: &PodGroupCondition, b: &PodGroupCondition) -> bool {
+    let PodGroupCondition {
+        type_,
+        status,
+        transition_id: _,
+        last_transition_time: _,
+        reason,
+        message,
+    } = a;
+    *type_ == b.type_ && *status == b.status && *reason == b.reason && *message == b.message
 }
 
 fn resource_list(s: &Snapshot, r: &Resource) -> ResourceList {
@@ -349,7 +370,7 @@ impl Session {
         let changed = !same_status(&status, &job.old_status);
 
         // Events: decided against the persisted newest condition, so a restart re-emits nothing.
-        let object = format!("PodGroup/{}", job.key);
+        let object = || format!("PodGroup/{}", job.key);
         let old_newest = newest_true_condition(&job.old_status.conditions);
         let new_unsched = job.conditions.iter().find(|c| {
             c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid
@@ -359,7 +380,7 @@ impl Session {
                 old_newest.is_some_and(|o| o.type_ == UNSCHEDULABLE && o.message == c.message);
             if !repeat {
                 d.events.push(Event {
-                    object,
+                    object: object(),
                     type_: EventType::Warning,
                     reason: UNSCHEDULABLE.to_string(),
                     message: c.message.clone(),
@@ -372,7 +393,7 @@ impl Session {
             && old_newest.is_none_or(|o| o.type_ != SCHEDULED)
         {
             d.events.push(Event {
-                object,
+                object: object(),
                 type_: EventType::Normal,
                 reason: SCHEDULED.to_string(),
                 message: "pod group is ready".to_string(),

@@ -58,7 +58,8 @@ pub struct Session {
 
 impl Session {
     /// Opens a session: builds every configured plugin over the snapshot.
-    pub fn open(snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
+    pub fn open(mut snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
+        snap.build_node_table();
         let tiers = conf
             .tiers
             .iter()
@@ -177,12 +178,7 @@ impl Session {
     /// no longer counts (Volcano's predicates plugin drops an evicted pod from its node).
     fn set_evicted_on_node(&mut self, t: TaskId, evicted: bool) {
         if let Some(n) = self.snap.task(t).node {
-            let node = self.snap.node_mut(n);
-            if evicted {
-                node.evicted_in_session += 1;
-            } else {
-                node.evicted_in_session = node.evicted_in_session.saturating_sub(1);
-            }
+            self.snap.set_evicted_in_session(n, evicted);
         }
     }
 

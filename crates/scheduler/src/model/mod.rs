@@ -7,6 +7,7 @@
 pub mod gpu;
 mod job;
 mod node;
+pub mod node_table;
 mod queue;
 mod snapshot;
 mod task;
@@ -14,7 +15,7 @@ mod task;
 pub use job::{JobInfo, PgPhase};
 pub use node::NodeInfo;
 pub use queue::{QueueInfo, QueueState};
-pub use snapshot::Snapshot;
+pub use snapshot::{NodeRequest, Snapshot};
 pub use task::{TaskInfo, TaskStatus};
 
 macro_rules! id_type {

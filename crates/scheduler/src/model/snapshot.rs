@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::node_table::{self, NodeTable, RowRequest, ScoreInputs};
 use super::{JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo, TaskStatus};
 use crate::resource::{Dims, Resource};
 
@@ -32,6 +33,15 @@ pub struct Snapshot {
     /// Each node's place in name order, by node id: ties between nodes are broken by name,
     /// and comparing two numbers is cheaper than comparing two names.
     pub node_rank: Arc<Vec<u32>>,
+    /// The nodes' hot numbers in dense rows, once a session asks for them
+    /// ([`Snapshot::build_node_table`]); kept in step by every method that changes a node.
+    pub(crate) node_table: Option<NodeTable>,
+}
+
+/// A task's request prepared for comparing with many nodes ([`Snapshot::node_request`]).
+pub struct NodeRequest<'a> {
+    req: &'a Resource,
+    row: Option<RowRequest>,
 }
 
 impl Snapshot {
@@ -59,10 +69,99 @@ impl Snapshot {
         Arc::make_mut(&mut self.tasks[id.idx()])
     }
 
-    /// Mutable node `id` (copied first if the cache still shares it).
+    /// Mutable node `id` (copied first if the cache still shares it). The node table is
+    /// dropped, as the change is not known; sessions change nodes through the methods below.
     #[inline]
     pub fn node_mut(&mut self, id: NodeId) -> &mut NodeInfo {
+        self.node_table = None;
         Arc::make_mut(&mut self.nodes[id.idx()])
+    }
+
+    /// Copies every node's hot numbers into the dense table the node scans read.
+    pub fn build_node_table(&mut self) {
+        self.node_table = Some(NodeTable::build(&self.nodes, self.dims.len()));
+    }
+
+    /// Copies node `id`'s accounting into the node table, after a change to it.
+    fn refresh_node(&mut self, id: NodeId) {
+        if let Some(t) = self.node_table.as_mut() {
+            t.refresh(id, &self.nodes[id.idx()]);
+        }
+    }
+
+    /// Counts a pod evicted from node `id` in this session (`evicted`), or takes one back.
+    pub fn set_evicted_in_session(&mut self, id: NodeId, evicted: bool) {
+        let node = Arc::make_mut(&mut self.nodes[id.idx()]);
+        if evicted {
+            node.evicted_in_session += 1;
+        } else {
+            node.evicted_in_session = node.evicted_in_session.saturating_sub(1);
+        }
+        self.refresh_node(id);
+    }
+
+    /// `req` prepared for comparing with many nodes.
+    pub fn node_request<'a>(&self, req: &'a Resource) -> NodeRequest<'a> {
+        NodeRequest {
+            req,
+            row: self.node_table.as_ref().map(|t| t.row_request(req)),
+        }
+    }
+
+    /// Whether `req` fits node `id`'s future idle.
+    #[inline]
+    pub fn fits_future_idle(&self, req: &NodeRequest, id: NodeId) -> bool {
+        let fast = match (&self.node_table, &req.row) {
+            (Some(t), Some(row)) => t.fits_future_idle(row, id),
+            _ => None,
+        };
+        let slow = || req.req.fits_in(&self.node(id).future_idle);
+        debug_assert!(fast.is_none_or(|f| f == slow()));
+        fast.unwrap_or_else(slow)
+    }
+
+    /// Whether `req` fits node `id`'s idle.
+    #[inline]
+    pub fn fits_idle(&self, req: &NodeRequest, id: NodeId) -> bool {
+        let fast = match (&self.node_table, &req.row) {
+            (Some(t), Some(row)) => t.fits_idle(row, id),
+            _ => None,
+        };
+        let slow = || req.req.fits_in(&self.node(id).idle);
+        debug_assert!(fast.is_none_or(|f| f == slow()));
+        fast.unwrap_or_else(slow)
+    }
+
+    /// Whether node `id` is out of sync (takes no new placements).
+    #[inline]
+    pub fn node_out_of_sync(&self, id: NodeId) -> bool {
+        let fast = self.node_table.as_ref().and_then(|t| t.out_of_sync(id));
+        debug_assert!(fast.is_none_or(|f| f == self.node(id).out_of_sync));
+        fast.unwrap_or_else(|| self.node(id).out_of_sync)
+    }
+
+    /// Whether node `id` has no taints and is schedulable.
+    #[inline]
+    pub fn node_plain(&self, id: NodeId) -> bool {
+        let fast = self.node_table.as_ref().and_then(|t| t.plain(id));
+        debug_assert!(fast.is_none_or(|f| f == node_table::is_plain(self.node(id))));
+        fast.unwrap_or_else(|| node_table::is_plain(self.node(id)))
+    }
+
+    /// Free pod slots of node `id` as the pod-count predicate counts them.
+    #[inline]
+    pub fn node_pod_room(&self, id: NodeId) -> i64 {
+        let fast = self.node_table.as_ref().and_then(|t| t.pod_room(id));
+        debug_assert!(fast.is_none_or(|f| f == node_table::pod_room(self.node(id))));
+        fast.unwrap_or_else(|| node_table::pod_room(self.node(id)))
+    }
+
+    /// What node scoring reads of node `id`.
+    #[inline]
+    pub fn node_score_inputs(&self, id: NodeId) -> ScoreInputs {
+        let fast = self.node_table.as_ref().and_then(|t| t.score_inputs(id));
+        debug_assert!(fast.is_none_or(|f| f == ScoreInputs::of(self.node(id))));
+        fast.unwrap_or_else(|| ScoreInputs::of(self.node(id)))
     }
 
     /// Mutable queue `id` (copied first if the cache still shares it).
@@ -164,6 +263,7 @@ impl Snapshot {
             }
             gpus.take(&task.gpu_devices, gpu);
         }
+        self.refresh_node(node);
     }
 
     /// Takes a task off its node and sets it to `status`.
@@ -178,6 +278,7 @@ impl Snapshot {
             if let (Some(gpu), Some(gpus)) = (&task.gpu, n.gpus.as_deref_mut()) {
                 gpus.release(&task.gpu_devices, gpu);
             }
+            self.refresh_node(node);
         }
         let task = self.task_mut(id);
         task.node = None;
@@ -193,9 +294,10 @@ impl Snapshot {
             Some(node) => {
                 let req = task.resreq.clone();
                 let nz = task.non_zero;
-                let n = self.node_mut(node);
+                let n = Arc::make_mut(&mut self.nodes[node.idx()]);
                 n.remove_task(id, old, &req, nz);
                 n.add_task(id, status, &req, nz);
+                self.refresh_node(node);
                 self.set_status(id, status);
             }
             None => self.set_status(id, status),

@@ -14,7 +14,9 @@ use crate::conf::Arguments;
 use crate::fit::FitReason;
 use crate::framework::Plugin;
 use crate::model::{NodeId, Snapshot, TaskId};
-use crate::resource::PODS_DIM;
+
+/// Why a node failed the pod's node selector or required node affinity.
+const NODE_AFFINITY_MISMATCH: &str = "node(s) didn't match Pod's node affinity/selector";
 
 /// The predicates plugin.
 pub struct Predicates {
@@ -75,6 +77,22 @@ pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
     }
     exprs.iter().all(|r| requirement_matches(node, r, false))
         && fields.iter().all(|r| requirement_matches(node, r, true))
+}
+
+/// Whether the pod has a `nodeSelector` or required node affinity (without either, every node
+/// satisfies it).
+fn has_node_constraints(pod: &Pod) -> bool {
+    pod.spec.as_ref().is_some_and(|spec| {
+        spec.node_selector.is_some()
+            || spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.node_affinity.as_ref())
+                .is_some_and(|na| {
+                    na.required_during_scheduling_ignored_during_execution
+                        .is_some()
+                })
+    })
 }
 
 /// Whether `node` satisfies the pod's `nodeSelector` and required node affinity.
@@ -144,18 +162,29 @@ impl Plugin for Predicates {
     }
 
     fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
-        let node = s.node(n);
-        let pod = &s.task(t).pod;
-        let max_pods = node.allocatable.get(PODS_DIM) / 1000;
-        if max_pods <= node.pod_count() as i64 {
+        if s.node_pod_room(n) <= 0 {
             return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
         }
+        let pod = &s.task(t).pod;
+        // No cordon and no taint to tolerate: only the pod's own constraints can fail, and a
+        // pod without any passes without reading the node.
+        if s.node_plain(n) && !(self.node_affinity && has_node_constraints(pod)) {
+            return Some(Ok(()));
+        }
+        Some(self.check_node(pod, &s.node(n).node))
+    }
+}
+
+impl Predicates {
+    /// Cordon, node affinity and taints, in kube-scheduler's order.
+    #[inline(never)]
+    fn check_node(&self, pod: &Pod, node: &Node) -> Result<(), FitReason> {
         let tolerations = pod
             .spec
             .as_ref()
             .and_then(|s| s.tolerations.as_deref())
             .unwrap_or(&[]);
-        let node_spec = node.node.spec.as_ref();
+        let node_spec = node.spec.as_ref();
         if node_spec.and_then(|s| s.unschedulable).unwrap_or(false) {
             let taint = Taint {
                 key: "node.kubernetes.io/unschedulable".into(),
@@ -163,25 +192,23 @@ impl Plugin for Predicates {
                 ..Default::default()
             };
             if !tolerations.iter().any(|t| tolerates(t, &taint)) {
-                return Some(Err(FitReason::unresolvable("node(s) were unschedulable")));
+                return Err(FitReason::unresolvable("node(s) were unschedulable"));
             }
         }
-        if self.node_affinity && !node_affinity_matches(pod, &node.node) {
-            return Some(Err(FitReason::unresolvable(
-                "node(s) didn't match Pod's node affinity/selector",
-            )));
+        if self.node_affinity && !node_affinity_matches(pod, node) {
+            return Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH));
         }
         if self.taint_toleration {
             let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
             if let Err(taint) = tolerates_all(tolerations, taints, &["NoSchedule", "NoExecute"]) {
-                return Some(Err(FitReason::unresolvable(format!(
+                return Err(FitReason::unresolvable(format!(
                     "node(s) had untolerated taint {{{}: {}}}",
                     taint.key,
                     taint.value.as_deref().unwrap_or("")
-                ))));
+                )));
             }
         }
-        Some(Ok(()))
+        Ok(())
     }
 }
 
