@@ -185,9 +185,9 @@ impl Cluster {
             let mut watched = Vec::new();
             for c in &changes {
                 let fate = if crashed_once {
-                    self.write_fate(c).without_crash()
+                    self.write_fate().without_crash()
                 } else {
-                    self.write_fate(c)
+                    self.write_fate()
                 };
                 match fate {
                     WriteFate::Apply => {}
@@ -226,11 +226,11 @@ impl Cluster {
     }
 
     /// What the injected faults make of a controller write (without faults: applied).
-    fn write_fate(&mut self, c: &Change) -> WriteFate {
+    fn write_fate(&mut self) -> WriteFate {
         match self.chaos.as_deref_mut() {
             Some(chaos) => {
                 chaos.faults.set_now(self.now);
-                chaos.faults.controller_write(c)
+                chaos.faults.controller_write()
             }
             None => WriteFate::Apply,
         }

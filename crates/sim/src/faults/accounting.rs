@@ -10,7 +10,7 @@ use volcano_api::resources::{parse_resource_list, pod_requests};
 use volcano_api::scheduling::ResourceList;
 
 /// A resource vector by name, in canonical units (milli-CPU, bytes, thousandths).
-pub(super) type Res = BTreeMap<String, i64>;
+pub(crate) type Res = BTreeMap<String, i64>;
 
 /// The `pods` resource, counted like the others in thousandths.
 const PODS: &str = "pods";
@@ -19,7 +19,7 @@ const PODS: &str = "pods";
 const DEFAULT_PODS: i64 = 110_000;
 
 /// Adds `r` into `acc`.
-pub(super) fn add(acc: &mut Res, r: &Res) {
+pub(crate) fn add(acc: &mut Res, r: &Res) {
     for (k, v) in r {
         let e = acc.entry(k.clone()).or_insert(0);
         *e = e.saturating_add(*v);
@@ -28,14 +28,14 @@ pub(super) fn add(acc: &mut Res, r: &Res) {
 
 /// A resource list in canonical units; what does not parse counts as nothing (the loader
 /// refuses such input before a run starts).
-pub(super) fn parse(list: Option<&ResourceList>) -> Res {
+pub(crate) fn parse(list: Option<&ResourceList>) -> Res {
     list.and_then(|l| parse_resource_list(l).ok())
         .map(|v| v.into_iter().collect())
         .unwrap_or_default()
 }
 
 /// What a pod takes from its node, plus one `pods`.
-pub(super) fn pod_request(p: &Pod) -> Res {
+pub(crate) fn pod_request(p: &Pod) -> Res {
     let mut r: Res = p
         .spec
         .as_ref()
@@ -46,7 +46,7 @@ pub(super) fn pod_request(p: &Pod) -> Res {
 }
 
 /// A node's allocatable, with the default pod limit when it names none.
-pub(super) fn node_allocatable(n: &Node) -> Res {
+pub(crate) fn node_allocatable(n: &Node) -> Res {
     let mut r = parse(n.status.as_ref().and_then(|s| s.allocatable.as_ref()));
     r.entry(PODS.to_string()).or_insert(DEFAULT_PODS);
     r
@@ -54,7 +54,7 @@ pub(super) fn node_allocatable(n: &Node) -> Res {
 
 /// Whether `used` stays within `limit` on CPU, memory, pods and every resource `limit` names
 /// (a request for something the node does not list is not the node's to account).
-pub(super) fn fits_node(used: &Res, limit: &Res) -> bool {
+pub(crate) fn fits_node(used: &Res, limit: &Res) -> bool {
     used.iter().all(|(k, v)| match limit.get(k) {
         Some(l) => v <= l,
         None => !matches!(k.as_str(), "cpu" | "memory") || *v <= 0,
@@ -62,14 +62,14 @@ pub(super) fn fits_node(used: &Res, limit: &Res) -> bool {
 }
 
 /// Whether `used` stays within `limit` on every resource `limit` names.
-pub(super) fn within(used: &Res, limit: &Res) -> bool {
+pub(crate) fn within(used: &Res, limit: &Res) -> bool {
     limit
         .iter()
         .all(|(k, l)| used.get(k).copied().unwrap_or(0) <= *l)
 }
 
 /// `ns/name`, with `default` for a missing namespace as the scheduler keys objects.
-pub(super) fn key(m: &ObjectMeta) -> String {
+pub(crate) fn key(m: &ObjectMeta) -> String {
     format!(
         "{}/{}",
         m.namespace.as_deref().unwrap_or("default"),
@@ -78,7 +78,7 @@ pub(super) fn key(m: &ObjectMeta) -> String {
 }
 
 /// The node a pod is bound to.
-pub(super) fn node_of(p: &Pod) -> Option<&str> {
+pub(crate) fn node_of(p: &Pod) -> Option<&str> {
     p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -86,7 +86,7 @@ pub(super) fn node_of(p: &Pod) -> Option<&str> {
 }
 
 /// A pod's phase.
-pub(super) fn phase(p: &Pod) -> &str {
+pub(crate) fn phase(p: &Pod) -> &str {
     p.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -94,7 +94,7 @@ pub(super) fn phase(p: &Pod) -> &str {
 }
 
 /// `ns/group` of the PodGroup a pod belongs to.
-pub(super) fn group_of(p: &Pod) -> Option<String> {
+pub(crate) fn group_of(p: &Pod) -> Option<String> {
     let g = p.metadata.annotations.as_ref()?.get(keys::GROUP_NAME)?;
     Some(format!(
         "{}/{g}",
@@ -103,7 +103,7 @@ pub(super) fn group_of(p: &Pod) -> Option<String> {
 }
 
 /// Compact `name=amount` text of a vector, for messages.
-pub(super) fn show(r: &Res) -> String {
+pub(crate) fn show(r: &Res) -> String {
     r.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()

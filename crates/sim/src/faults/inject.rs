@@ -8,7 +8,6 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-use volcano_controllers::change::Change;
 use volcano_controllers::time::Instant;
 use volcano_scheduler::framework::{Decisions, Unwritten};
 
@@ -125,7 +124,7 @@ impl Faults {
     }
 
     /// What becomes of a controller's write.
-    pub fn controller_write(&mut self, _change: &Change) -> WriteFate {
+    pub fn controller_write(&mut self) -> WriteFate {
         if self.roll(self.plan.controller_crash) {
             self.counts.controller_crashes += 1;
             WriteFate::Crash

@@ -8,7 +8,7 @@
 //!   repeated for one transition, every Job in a final phase at the end.
 //! - `accounting`: resource sums done independently of the scheduler, for the invariants.
 
-mod accounting;
+pub(crate) mod accounting;
 pub mod inject;
 pub mod invariants;
 pub mod plan;

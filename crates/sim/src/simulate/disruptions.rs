@@ -17,7 +17,7 @@ use volcano_controllers::time::Instant;
 use super::annotations::DURATION;
 use super::clock::{Clock, Event};
 use super::kubelet::{Kubelets, is_terminal, node_of};
-use crate::faults::Faults;
+use crate::faults::{Faults, accounting};
 use crate::store::{Store, Watched};
 
 /// The scheduler name of the pods another scheduler binds.
@@ -109,7 +109,7 @@ pub fn fire(
             let mut shrunk = before.clone();
             for (resource, amount) in parse_resource_list(&before).unwrap_or_default() {
                 if resource == "cpu" || resource == "memory" {
-                    let in_use = used.iter().find(|(r, _)| *r == resource).map_or(0, |u| u.1);
+                    let in_use = used.get(&resource).copied().unwrap_or(0);
                     let half = if in_use > 0 { in_use / 2 } else { amount / 2 };
                     shrunk.insert(resource.clone(), Quantity(format_amount(&resource, half)));
                 }
@@ -157,18 +157,11 @@ fn position(store: &Store, node: &str) -> Option<usize> {
 }
 
 /// Σ requests (canonical units) of the pods occupying `node`.
-fn requested_on(store: &Store, node: &str) -> Vec<(String, i64)> {
-    let mut sum: Vec<(String, i64)> = Vec::new();
+fn requested_on(store: &Store, node: &str) -> accounting::Res {
+    let mut sum = accounting::Res::new();
     for p in &store.objects.pods {
-        if node_of(p) != Some(node) || is_terminal(p) {
-            continue;
-        }
-        let Some(spec) = &p.spec else { continue };
-        for (r, v) in volcano_api::resources::pod_requests(spec).unwrap_or_default() {
-            match sum.iter_mut().find(|(k, _)| *k == r) {
-                Some(e) => e.1 = e.1.saturating_add(v),
-                None => sum.push((r, v)),
-            }
+        if node_of(p) == Some(node) && !is_terminal(p) {
+            accounting::add(&mut sum, &accounting::pod_request(p));
         }
     }
     sum
