@@ -102,7 +102,7 @@ impl ApiError {
         }
     }
 
-    fn about(reason: Reason, kind: &KindInfo, name: &str, message: String) -> Self {
+    pub(crate) fn about(reason: Reason, kind: &KindInfo, name: &str, message: String) -> Self {
         ApiError {
             reason,
             message,

@@ -87,10 +87,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration (examples: 1s, 500ms, 1m30s)"))
 }
 
-/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster). No read
-/// timeout: watches stay open for minutes.
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, Failure> {
-    let config = crate::vcctl::client::load_config(kubeconfig).await?;
+/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster), that names
+/// itself `component` (the API server takes the field manager of its writes and the user
+/// agent of its audit lines from this). No read timeout: watches stay open for minutes.
+pub async fn client(kubeconfig: Option<&Path>, component: &str) -> Result<Client, Failure> {
+    let mut config = crate::vcctl::client::load_config(kubeconfig).await?;
+    let agent = format!("{component}/{} (volcano-rs)", env!("CARGO_PKG_VERSION"));
+    let agent = http::HeaderValue::from_str(&agent)
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("user agent {agent:?}: {e}")))?;
+    config.headers.push((http::header::USER_AGENT, agent));
     Client::try_from(config)
         .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot build a Kubernetes client: {e}")))
 }
@@ -187,7 +192,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
         None => ConfSource::builtin(),
     };
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref()).await?;
+        let client = client(args.common.kubeconfig.as_deref(), "volcano-scheduler").await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();
@@ -217,7 +222,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
 /// Runs the controllers until they are told to stop.
 pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failure> {
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref()).await?;
+        let client = client(args.common.kubeconfig.as_deref(), "volcano-controllers").await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();

@@ -133,6 +133,7 @@ fn files_apply_in_dependency_order() {
         [
             "00-namespace.yaml",
             "10-crds.yaml",
+            "15-queue-protection.yaml",
             "20-rbac.yaml",
             "30-scheduler-configmap.yaml",
             "40-scheduler.yaml",
@@ -148,6 +149,8 @@ fn namespaced_objects_live_in_volcano_system() {
         "CustomResourceDefinition",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ];
     for o in applied() {
         let kind = o["kind"].as_str().unwrap_or_default();
@@ -416,56 +419,39 @@ fn scheduler_gets_exactly_what_it_uses() {
 fn controllers_get_exactly_what_they_use() {
     let objects = applied();
     let cluster = grants(find(&objects, "ClusterRole", "volcano-controllers"));
-    let crud = &["get", "list", "watch", "create", "update", "delete"][..];
+    let owned = &["create", "patch", "delete"][..];
+    let read = &["list", "watch"][..];
     assert_eq!(
         cluster,
         expected(&[
-            (
-                "batch.volcano.sh",
-                &["jobs"],
-                &["get", "list", "watch", "update", "patch", "delete"]
-            ),
-            (
-                "batch.volcano.sh",
-                &["jobs/status"],
-                &["get", "update", "patch"]
-            ),
+            ("batch.volcano.sh", &["jobs"], &["list", "watch", "delete"]),
+            ("batch.volcano.sh", &["jobs/status"], &["patch"]),
             ("batch.volcano.sh", &["jobs/finalizers"], &["update"]),
             (
                 "",
                 &["pods"],
-                &["get", "list", "watch", "create", "delete", "patch"]
+                &["list", "watch", "create", "patch", "delete"]
             ),
             (
                 "scheduling.volcano.sh",
                 &["podgroups"],
-                &[
-                    "get", "list", "watch", "create", "update", "patch", "delete"
-                ]
+                &["list", "watch", "create", "patch", "delete"]
             ),
             (
                 "scheduling.volcano.sh",
                 &["queues"],
-                &["get", "list", "watch", "create", "update", "patch"]
+                &["list", "watch", "patch"]
             ),
-            (
-                "scheduling.volcano.sh",
-                &["queues/status"],
-                &["get", "update", "patch"]
-            ),
+            ("scheduling.volcano.sh", &["queues/status"], &["patch"]),
             (
                 "bus.volcano.sh",
                 &["commands"],
-                &["get", "list", "watch", "delete"]
+                &["list", "watch", "delete"]
             ),
-            ("", &["services", "configmaps", "secrets"], crud),
-            ("networking.k8s.io", &["networkpolicies"], crud),
-            (
-                "",
-                &["persistentvolumeclaims"],
-                &["get", "list", "watch", "create"]
-            ),
-            ("scheduling.k8s.io", &["priorityclasses"], WATCH),
+            ("", &["services", "configmaps", "secrets"], owned),
+            ("networking.k8s.io", &["networkpolicies"], owned),
+            ("", &["persistentvolumeclaims"], &["create"]),
+            ("scheduling.k8s.io", &["priorityclasses"], read),
             ("", &["events"], EVENTS),
             ("events.k8s.io", &["events"], EVENTS),
         ])

@@ -167,3 +167,26 @@ pub enum Change {
     /// Record an event.
     Event(Event),
 }
+
+impl Change {
+    /// The event reason that names this change's failure, in Kubernetes' words
+    /// (`FailedCreate`, as the ReplicaSet and Volcano job controllers say of pods).
+    pub fn failure_reason(&self) -> &'static str {
+        match self {
+            Change::CreatePod(_) | Change::CreatePodGroup(_) | Change::Create(_) => "FailedCreate",
+            Change::DeletePod { .. }
+            | Change::DeletePodGroup { .. }
+            | Change::DeleteJob { .. }
+            | Change::DeleteCommand { .. }
+            | Change::Delete { .. } => "FailedDelete",
+            Change::PatchPodAnnotations { .. }
+            | Change::UpdatePodGroupSpec { .. }
+            | Change::UpdateJobStatus { .. }
+            | Change::PatchQueueState { .. }
+            | Change::PatchQueueParent { .. }
+            | Change::PatchQueueAnnotations { .. }
+            | Change::Update(_) => "FailedUpdate",
+            Change::Event(_) => "FailedRecord",
+        }
+    }
+}

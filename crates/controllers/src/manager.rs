@@ -13,6 +13,7 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use crate::change::Change;
 use crate::command::{self, Consumption, Route};
 use crate::job::JobController;
+use crate::job::controller::Refusal;
 use crate::job::plugins::{PluginContext, SshKeySource};
 use crate::job::request::JobKey;
 use crate::job::sync::JobEnv;
@@ -307,6 +308,19 @@ impl ControllerManager {
             }
             WorkKey::PodGroup(k) => self.pod_groups.finish(k, ok, now),
             WorkKey::Queue(q) => self.queues.finish(q, ok, now),
+        }
+    }
+
+    /// Reports a turn whose write was refused for a lasting reason (see
+    /// [`JobController::refused`]): a job's turn is held back, with a Warning event on the
+    /// Job at once; any other turn is retried as a failed one.
+    pub fn refused(&mut self, key: &WorkKey, refusal: &Refusal, now: Instant) {
+        match key {
+            WorkKey::Job(k) => {
+                let e = self.jobs.refused(k, refusal, now);
+                self.events.push(e);
+            }
+            other => self.finish(other, false, now),
         }
     }
 

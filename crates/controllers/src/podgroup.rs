@@ -184,7 +184,21 @@ fn pod_group_for(pod: &Pod, name: &str) -> PodGroup {
     );
     pg.metadata.namespace = pod.metadata.namespace.clone();
     pg.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
-    pg.metadata.owner_references = pod.metadata.owner_references.clone().or_else(|| {
+    // The pod's owners, without `blockOwnerDeletion`: setting it needs `update` on the owner's
+    // finalizers (a ReplicaSet's, a StatefulSet's, any kind's) where the
+    // OwnerReferencesPermissionEnforcement admission plugin is on, and a PodGroup has no reason
+    // to hold up its owner's foreground deletion.
+    let owners = pod.metadata.owner_references.as_ref().map(|refs| {
+        refs.iter()
+            .map(
+                |r| volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    block_owner_deletion: None,
+                    ..r.clone()
+                },
+            )
+            .collect()
+    });
+    pg.metadata.owner_references = owners.or_else(|| {
         Some(vec![
             volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
                 api_version: "v1".into(),

@@ -7,9 +7,11 @@
 //! it, instead of failing the whole list and stalling every object of its kind.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -87,7 +89,7 @@ where
         let name = resource.kind.clone();
         let is_custom = !resource.group.is_empty() && !resource.group.ends_with("k8s.io");
         let mut stream = watcher(api, watcher::Config::default().any_semantic())
-            .default_backoff()
+            .backoff(WatchBackoff::default())
             .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
@@ -105,6 +107,44 @@ where
     })
 }
 
+/// Retry delays of a failed watch: 100 ms doubling up to [`WatchBackoff::CAP`], back to the
+/// start once a watch works again. kube-rs' default grows to 30 s, so after an API server
+/// outage the watches came back up to half a minute late and new Jobs waited that long; a
+/// list every second per kind while the server is away costs it little.
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    next: Duration,
+}
+
+impl WatchBackoff {
+    /// The first delay.
+    pub const START: Duration = Duration::from_millis(100);
+    /// The longest delay.
+    pub const CAP: Duration = Duration::from_secs(1);
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        WatchBackoff { next: Self::START }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = (self.next * 2).min(Self::CAP);
+        Some(now)
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = Self::START;
+    }
+}
+
 /// Starts watchers for `kinds`; they stop when the receiver is dropped or the handles aborted.
 pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<JoinHandle<()>> {
     kinds
@@ -119,4 +159,21 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             Kind::Command => spawn::<Command>(client, tx, Update::Command),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_retries_wait_at_most_a_second_and_start_over_after_a_success() {
+        let mut b = WatchBackoff::default();
+        let delays: Vec<Duration> = b.by_ref().take(6).collect();
+        assert_eq!(delays[0], Duration::from_millis(100));
+        assert_eq!(delays[1], Duration::from_millis(200));
+        assert!(delays.iter().all(|d| *d <= WatchBackoff::CAP));
+        assert_eq!(delays[5], WatchBackoff::CAP);
+        b.reset();
+        assert_eq!(b.next(), Some(WatchBackoff::START));
+    }
 }

@@ -251,9 +251,9 @@ async fn refused_binds_and_status_writes_are_retried_and_every_job_completes_onc
         "every job completes through the refused writes: {phases:?}"
     );
     assert!(
-        cluster.server.refused_writes() >= 10,
+        cluster.server().refused_writes() >= 10,
         "writes were refused: {}",
-        cluster.server.refused_writes()
+        cluster.server().refused_writes()
     );
     // One pod per job, each bound once: a refused bind leaves the pod pending for the next
     // session, never bound twice or recreated.

@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 pub use duration::{parse_go_duration, sleep_duration};
-pub use status::node_object;
+pub use status::{node_ip, node_object, pod_ip, running, terminated};
 
 use crate::error::ApiError;
 use crate::kinds;
@@ -330,7 +330,7 @@ impl PodRun {
 }
 
 /// How long a pod runs once started and the exit code it ends with; None if it never ends.
-fn lifetime(pod: &Value) -> Option<(Duration, i32)> {
+pub fn lifetime(pod: &Value) -> Option<(Duration, i32)> {
     let annotation = |key: &str| {
         pod.pointer("/metadata/annotations")
             .and_then(|a| a.get(key))

@@ -17,7 +17,7 @@ use volcano_api::batch::Job;
 use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::{
-    self, AdmissionError, check_leaf_queue, check_queue, validate_job_update,
+    self, AdmissionError, check_leaf_queue, check_queue, check_queue_deletion, validate_job_update,
 };
 
 use super::Store;
@@ -101,6 +101,35 @@ impl Store {
         }
         let job = default_in_place(kind, new)?;
         validate_job_update(&parse_job(kind, old)?, &job).map_err(|e| denied(&e))
+    }
+
+    /// Refuses the deletion of a queue that must stay (`default`, `root`, one whose PodGroups
+    /// hold resources, a parent), as the ValidatingAdmissionPolicy of `deploy/` does on a
+    /// cluster, with its message.
+    pub(super) fn admit_delete(&self, kind: &KindInfo, old: &Value) -> Result<(), ApiError> {
+        if kind.group != "scheduling.volcano.sh" || kind.resource != "queues" {
+            return Ok(());
+        }
+        let Ok(queue) = custom_resource::from_value::<Queue>(old.clone()) else {
+            return Ok(());
+        };
+        let name = queue.metadata.name.clone().unwrap_or_default();
+        let mut children: Vec<String> = self
+            .queues()
+            .into_iter()
+            .filter(|q| q.spec.parent == name && q.metadata.name.as_deref() != Some(&name))
+            .filter_map(|q| q.metadata.name)
+            .collect();
+        children.sort();
+        check_queue_deletion(&queue, &children).map_err(|e| {
+            let message = format!(
+                "{} \"{name}\" is forbidden: ValidatingAdmissionPolicy 'volcano-queue-deletion' \
+                 with binding 'volcano-queue-deletion' denied request: {}",
+                kind.qualified(),
+                e.message
+            );
+            ApiError::about(Reason::Forbidden, kind, &name, message)
+        })
     }
 
     /// The Queues stored. A Queue written without `spec` has the defaults; one that cannot be

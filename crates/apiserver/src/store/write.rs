@@ -350,6 +350,7 @@ impl Store {
                 return Err(ApiError::conflict(kind, name, &why));
             }
         }
+        self.admit_delete(kind, &old)?;
         if w.dry_run {
             return Ok(convert::to_view(kind, &old));
         }

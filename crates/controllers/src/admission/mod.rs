@@ -15,6 +15,7 @@ use volcano_api::scheduling::{Queue, queue_state};
 mod mutate;
 mod names;
 mod policies;
+mod queue_delete;
 mod update;
 mod validate;
 
@@ -22,6 +23,7 @@ mod validate;
 mod tests;
 
 pub use mutate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER, default_job};
+pub use queue_delete::check_queue_deletion;
 pub use update::validate_job_update;
 pub use validate::validate_job;
 

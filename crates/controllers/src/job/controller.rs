@@ -20,6 +20,21 @@ use crate::time::Instant;
 use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{Retry, RetryPolicy, WorkQueue};
 
+/// How long a turn the API server refused for a lasting reason waits before it is tried again
+/// (unless the job changes first).
+pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A write the API server refused for a lasting reason, as the user is told of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The event reason: `FailedCreate`, `FailedUpdate` or `FailedDelete`.
+    pub reason: &'static str,
+    /// Which write (`create Pod default/mpi-worker-0`).
+    pub what: String,
+    /// The API server's message.
+    pub message: String,
+}
+
 /// A policy action waiting for its timeout.
 #[derive(Debug, Clone)]
 struct Delayed {
@@ -420,6 +435,35 @@ impl JobController {
             self.queue.add(key.clone());
         } else {
             self.requests.remove(key);
+        }
+    }
+
+    /// Reports a turn whose write the API server refused for a lasting reason (`refusal`: a
+    /// 403, a 422, ...), which retrying at once cannot cure. The user is told at once with a
+    /// Warning event on the Job, and the turn is tried again only after [`REFUSED_RETRY`] or
+    /// when the job next changes, without spending the retry budget: the job is never
+    /// terminated for a cause that is not its pods' (an RBAC grant or a quota fixed later lets
+    /// it go on).
+    pub fn refused(&mut self, key: &JobKey, refusal: &Refusal, now: Instant) -> Event {
+        if let Some(turn) = self.in_flight.remove(key) {
+            let pending = self.requests.entry(key.clone()).or_default();
+            if !pending.contains(&turn.request) {
+                pending.push_front(turn.request);
+            }
+        }
+        self.queue.forget(key);
+        self.queue.done(key);
+        self.queue.add_after(key.clone(), now.after(REFUSED_RETRY));
+        Event {
+            object: format!("Job/{}/{}", key.0, key.1),
+            type_: volcano_api::event::EventType::Warning,
+            reason: refusal.reason.to_string(),
+            message: format!(
+                "{}: {}; tried again in {} s or when the job changes",
+                refusal.what,
+                refusal.message,
+                REFUSED_RETRY.as_secs()
+            ),
         }
     }
 

@@ -17,6 +17,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 use volcano_api::k8s_openapi::api::networking::v1::NetworkPolicy;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_controllers::change::{Change, Owned};
+use volcano_controllers::job::controller::Refusal;
 
 use crate::cache::Update;
 use crate::scheduler::writes::{replace_member, replace_status};
@@ -42,6 +43,51 @@ pub enum ChangeError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// HTTP codes of refusals that retrying at once cannot cure: a malformed or invalid object
+/// (400, 422), a missing permission or a namespace being deleted (403), a method or a body the
+/// server will not take (405, 406, 413, 415). Conflicts, throttling and server errors pass.
+const LASTING_CODES: [u16; 7] = [400, 403, 405, 406, 413, 415, 422];
+
+impl ChangeError {
+    /// The HTTP code of the API server's refusal, if it refused.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ChangeError::Api { source, .. } => code(source),
+            ChangeError::Encode { .. } => None,
+        }
+    }
+
+    /// Whether the write failed for a reason that retrying at once cannot cure.
+    pub fn is_lasting(&self) -> bool {
+        match self {
+            ChangeError::Api { .. } => self.code().is_some_and(|c| LASTING_CODES.contains(&c)),
+            ChangeError::Encode { .. } => true,
+        }
+    }
+
+    /// The refusal of `change` as the user is told of it, when it is a lasting one.
+    pub fn refusal(&self, change: &Change) -> Option<Refusal> {
+        if !self.is_lasting() {
+            return None;
+        }
+        let (what, message) = match self {
+            ChangeError::Api { what, source } => {
+                let message = match source.as_ref() {
+                    KubeError::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
+                    e => e.to_string(),
+                };
+                (what.clone(), message)
+            }
+            ChangeError::Encode { what, source } => (what.clone(), source.to_string()),
+        };
+        Some(Refusal {
+            reason: change.failure_reason(),
+            what,
+            message,
+        })
+    }
 }
 
 fn api_err(what: impl Into<String>, e: KubeError) -> ChangeError {
@@ -264,7 +310,8 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
 }
 
 /// Replaces an owned object's content with a merge patch (no resourceVersion: the controller
-/// is its only writer).
+/// is its only writer), or creates it when it is gone: a RestartJob deletes a job's ConfigMap
+/// while the next sync already writes its host lists again.
 async fn update<K>(client: &Client, obj: &K) -> Result<(), ChangeError>
 where
     K: Resource<Scope = NamespaceResourceScope>
@@ -288,9 +335,12 @@ where
     if let Some(meta) = body.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         meta.remove("resourceVersion");
     }
-    ns::<K>(client, &namespace)
+    match ns::<K>(client, &namespace)
         .patch(&name, &PatchParams::default(), &Patch::Merge(body))
         .await
-        .map(|_| ())
-        .map_err(|e| api_err(what, e))
+    {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e) == Some(404) => create(client, obj).await.map(|_| ()),
+        Err(e) => Err(api_err(what, e)),
+    }
 }

@@ -10,6 +10,7 @@ use kube::runtime::watcher;
 use tokio::sync::mpsc;
 use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
+use volcano_controllers::job::controller::Refusal;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant as CtlInstant;
 use volcano_controllers::view::ClusterView;
@@ -38,6 +39,16 @@ const TURNS_PER_ROUND: usize = 64;
 
 /// How long the loop sleeps when no work is due and nothing is watched.
 const IDLE: Duration = Duration::from_secs(1);
+
+/// How a turn's writes went.
+enum Written {
+    /// Every change was made.
+    All,
+    /// A change failed for a passing reason (a conflict, the server away): retried with backoff.
+    Failed,
+    /// A change was refused for a lasting reason.
+    Refused(Refusal),
+}
 
 /// The present, as the controllers take it.
 fn now() -> CtlInstant {
@@ -157,8 +168,11 @@ impl ControllerRuntime {
             };
             let Some(work) = work else { break };
             self.metrics.turns.inc();
-            let ok = self.write(&work.key, &work.changes).await;
-            self.manager.finish(&work.key, ok, now());
+            match self.write(&work.key, &work.changes).await {
+                Written::All => self.manager.finish(&work.key, true, now()),
+                Written::Failed => self.manager.finish(&work.key, false, now()),
+                Written::Refused(r) => self.manager.refused(&work.key, &r, now()),
+            }
         }
         let stats = self.manager.stats();
         for (name, n) in [
@@ -176,7 +190,7 @@ impl ControllerRuntime {
 
     /// Writes one turn's changes in order, stopping at the first refusal (the turn is retried
     /// with backoff); what the API server returns goes into the cache and to the controllers.
-    async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> bool {
+    async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
         for c in changes {
             if let Change::Event(e) = c {
                 let uid = self.cache.uid_of(&e.object);
@@ -198,11 +212,15 @@ impl ControllerRuntime {
                         .changes
                         .get_or_create(&label("result", "failed"))
                         .inc();
+                    if let Some(r) = e.refusal(c) {
+                        tracing::warn!(work = ?key, error = %e, "change refused for a lasting reason");
+                        return Written::Refused(r);
+                    }
                     tracing::warn!(work = ?key, error = %e, "change refused; the work is retried");
-                    return false;
+                    return Written::Failed;
                 }
             }
         }
-        true
+        Written::All
     }
 }

@@ -1,5 +1,7 @@
-//! A local control plane for the end-to-end tests: the API server, simulated nodes, and the
-//! scheduler and controllers of this crate, talking to it through kube-rs.
+//! A control plane for the end-to-end tests, and the scheduler and controllers of this crate
+//! talking to it through kube-rs. Two tiers: the local control plane (always), and a real
+//! kube-apiserver with etcd where `KUBEBUILDER_ASSETS` provides them, with `deploy/` installed
+//! and the scheduler and controllers holding only its ServiceAccounts' permissions.
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test setup fails loudly by design.
@@ -22,11 +24,28 @@ use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics};
 use volcano_kube::scheduler::conf::ConfSource;
 use volcano_kube::scheduler::{SchedulerOptions, SchedulerRuntime};
 use volcano_kube::serve::Readiness;
+use volcano_testkit::kubelet::{ApiKubelets, KubeletOptions as ApiKubeletOptions};
+use volcano_testkit::{Assets, RealControlPlane, install};
 
-/// The API server with nodes and their kubelets.
+/// An API server with nodes and their kubelets.
 pub struct Cluster {
-    pub server: LocalApiServer,
-    pub kubelets: Kubelets,
+    backend: Backend,
+    admin: Client,
+    scheduler_client: Client,
+    controllers_client: Client,
+}
+
+/// Which API server a test runs against.
+enum Backend {
+    Local {
+        server: LocalApiServer,
+        _kubelets: Kubelets,
+    },
+    Real {
+        plane: Box<RealControlPlane>,
+        _kubelets: ApiKubelets,
+        controller_manager: bool,
+    },
 }
 
 /// A component running until stopped.
@@ -67,38 +86,148 @@ pub fn fast_lease() -> LeaseTimings {
     }
 }
 
+/// `nodes` nodes of 4 CPUs and 8Gi each.
+pub fn node_specs(nodes: usize) -> Vec<NodeSpec> {
+    (0..nodes)
+        .map(|i| NodeSpec::new(format!("node-{i}")).cpu("4").memory("8Gi"))
+        .collect()
+}
+
 impl Cluster {
-    /// A server with `nodes` nodes of 4 CPUs and 8Gi each.
+    /// A local server with `nodes` nodes of 4 CPUs and 8Gi each.
     pub async fn start(nodes: usize) -> Cluster {
         Cluster::start_with(nodes, ServerOptions::default()).await
     }
 
     /// [`Cluster::start`] with server options (write faults, for example).
     pub async fn start_with(nodes: usize, opts: ServerOptions) -> Cluster {
+        Cluster::start_with_specs(&node_specs(nodes), opts).await
+    }
+
+    /// A local server with these nodes.
+    pub async fn start_with_specs(specs: &[NodeSpec], opts: ServerOptions) -> Cluster {
         let server = LocalApiServer::start(opts).await.expect("server starts");
-        let specs: Vec<NodeSpec> = (0..nodes)
-            .map(|i| NodeSpec::new(format!("node-{i}")).cpu("4").memory("8Gi"))
-            .collect();
         let kubelets = Kubelets::start(
             server.store(),
-            &specs,
+            specs,
             KubeletOptions {
                 startup_delay: Duration::from_millis(200),
             },
         )
         .await
         .expect("kubelets start");
-        Cluster { server, kubelets }
+        let config = kube::Config::new(server.url().parse().expect("url parses"));
+        let admin = Client::try_from(config).expect("client builds");
+        Cluster {
+            backend: Backend::Local {
+                server,
+                _kubelets: kubelets,
+            },
+            scheduler_client: admin.clone(),
+            controllers_client: admin.clone(),
+            admin,
+        }
     }
 
-    /// A new client of the server.
+    /// A real kube-apiserver and etcd with `nodes` nodes, `deploy/` installed, and clients of
+    /// the scheduler and the controllers holding their ServiceAccounts' tokens; `None` (the
+    /// test skips, saying why) where the binaries are absent.
+    pub async fn real(nodes: usize, test: &str) -> Option<Cluster> {
+        Cluster::real_with_specs(&node_specs(nodes), test).await
+    }
+
+    /// [`Cluster::real`] with these nodes.
+    pub async fn real_with_specs(specs: &[NodeSpec], test: &str) -> Option<Cluster> {
+        let assets = Assets::or_skip(test)?;
+        // `VOLCANO_TEST_LOG=1 cargo test ... -- --nocapture` shows the runtime's warnings.
+        if std::env::var_os("VOLCANO_TEST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::INFO)
+                .with_test_writer()
+                .try_init();
+        }
+        let plane = RealControlPlane::start(&assets)
+            .await
+            .expect("the real control plane starts");
+        let admin = plane.admin().expect("admin client");
+        let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+        install::install(&admin, &deploy)
+            .await
+            .expect("deploy/ installs");
+        if assets.kube_controller_manager.is_none() {
+            // Without kube-controller-manager nobody makes the default ServiceAccount that
+            // admission gives pods.
+            install::ensure_service_account(&admin, "default", "default")
+                .await
+                .expect("default service account");
+        }
+        let token = async |name: &str| {
+            install::service_account_token(&admin, "volcano-system", name)
+                .await
+                .expect("service account token")
+        };
+        let scheduler_client = plane
+            .client_with_token(&token("volcano-scheduler").await)
+            .expect("scheduler client");
+        let controllers_client = plane
+            .client_with_token(&token("volcano-controllers").await)
+            .expect("controllers client");
+        let kubelets = ApiKubelets::start(admin.clone(), specs, ApiKubeletOptions::default())
+            .await
+            .expect("kubelets start");
+        Some(Cluster {
+            backend: Backend::Real {
+                plane: Box::new(plane),
+                _kubelets: kubelets,
+                controller_manager: assets.kube_controller_manager.is_some(),
+            },
+            admin,
+            scheduler_client,
+            controllers_client,
+        })
+    }
+
+    /// A new client of the server, as its administrator.
     pub fn client(&self) -> Client {
-        let config = kube::Config::new(self.server.url().parse().expect("url parses"));
-        Client::try_from(config).expect("client builds")
+        self.admin.clone()
+    }
+
+    /// Whether this is the real tier.
+    pub fn is_real(&self) -> bool {
+        matches!(self.backend, Backend::Real { .. })
+    }
+
+    /// Whether kube-controller-manager runs (Deployments, garbage collection): only in the
+    /// real tier, where its binary is present.
+    pub fn has_controller_manager(&self) -> bool {
+        matches!(
+            self.backend,
+            Backend::Real {
+                controller_manager: true,
+                ..
+            }
+        )
+    }
+
+    /// The local server (of a local-tier test).
+    pub fn server(&self) -> &LocalApiServer {
+        match &self.backend {
+            Backend::Local { server, .. } => server,
+            Backend::Real { .. } => panic!("a real-tier test asked for the local server"),
+        }
+    }
+
+    /// The real control plane (of a real-tier test).
+    pub fn plane(&mut self) -> &mut RealControlPlane {
+        match &mut self.backend {
+            Backend::Real { plane, .. } => plane,
+            Backend::Local { .. } => panic!("a local-tier test asked for the real control plane"),
+        }
     }
 
     fn elect(
         &self,
+        client: Client,
         lease: &str,
         identity: &str,
         elect: bool,
@@ -108,7 +237,7 @@ impl Cluster {
             return (Leadership::always(), None);
         }
         let (elector, leadership) = Elector::new(
-            self.client(),
+            client,
             LeaseConfig {
                 namespace: "volcano-system".into(),
                 name: lease.into(),
@@ -135,9 +264,15 @@ impl Cluster {
         let mut registry = Registry::default();
         let metrics = SchedulerMetrics::register(&mut registry);
         let ready = Readiness::default();
-        let (leader, elector) = self.elect("volcano-scheduler", identity, elect, &stop);
+        let (leader, elector) = self.elect(
+            self.scheduler_client.clone(),
+            "volcano-scheduler",
+            identity,
+            elect,
+            &stop,
+        );
         let rt = SchedulerRuntime::new(
-            self.client(),
+            self.scheduler_client.clone(),
             SchedulerOptions {
                 scheduler_names: vec!["volcano".into()],
                 default_queue: "default".into(),
@@ -171,7 +306,7 @@ impl Cluster {
         let metrics = ControllerMetrics::register(&mut registry);
         let ready = Readiness::default();
         let rt = ControllerRuntime::new(
-            self.client(),
+            self.controllers_client.clone(),
             ManagerOptions {
                 retry: RetryPolicy::default(),
                 scheduler_names: vec!["volcano".into()],
@@ -233,4 +368,26 @@ pub async fn eventually<T>(secs: u64, mut check: impl AsyncFnMut() -> (bool, T))
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Runs an end-to-end scenario in both tiers: `NAME::local` against the local control plane,
+/// `NAME::real` against a real API server (skipped, saying so, where there is none).
+#[macro_export]
+macro_rules! both_tiers {
+    ($name:ident, $nodes:expr, $scenario:path) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn local() {
+                $scenario($crate::common::Cluster::start($nodes).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn real() {
+                let test = concat!(stringify!($name), "::real");
+                if let Some(c) = $crate::common::Cluster::real($nodes, test).await {
+                    $scenario(c).await;
+                }
+            }
+        }
+    };
 }

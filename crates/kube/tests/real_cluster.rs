@@ -1,0 +1,489 @@
+//! What a real API server punishes and the local control plane used to forgive, in both tiers:
+//! Jobs with the `svc` and `ssh` plugins run under the deploy/ permissions, a write refused for
+//! a lasting reason is told on the Job at once, a RestartJob of an `svc` Job does not stall,
+//! protected queues stay, PodGroups of ReplicaSet pods pass `OwnerReferencesPermissionEnforcement`,
+//! and the runtime is back within seconds of an API server outage.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Cluster, eventually};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::core::DynamicObject;
+use serde_json::{Value, json};
+use volcano_api::batch::Job;
+use volcano_api::k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_apiserver::ServerOptions;
+use volcano_apiserver::kubelet::NodeSpec;
+
+fn phase(j: &Job) -> String {
+    j.status
+        .as_ref()
+        .map(|s| s.state.phase.clone())
+        .unwrap_or_default()
+}
+
+async fn create(client: &kube::Client, body: Value) {
+    let job: Job = serde_json::from_value(body).unwrap();
+    Api::<Job>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &job)
+        .await
+        .unwrap();
+}
+
+/// Waits up to `secs` for Job `name` to reach `want`; the phases seen on the way.
+async fn wait_phase(client: &kube::Client, name: &str, want: &str, secs: u64) -> Vec<String> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let mut seen: Vec<String> = Vec::new();
+    let (ok, _) = eventually(secs, async || {
+        let p = phase(&jobs.get(name).await.unwrap());
+        if seen.last() != Some(&p) {
+            seen.push(p.clone());
+        }
+        (p == want, ())
+    })
+    .await;
+    assert!(ok, "job {name} never reached {want}; phases seen: {seen:?}");
+    seen
+}
+
+/// Events (events.k8s.io) about `kind` `name`, as (reason, note).
+async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(String, String)> {
+    let events: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(
+            &(),
+        ),
+    );
+    let s = |v: &Value, p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|e| s(&e.data, "/regarding/kind") == kind && s(&e.data, "/regarding/name") == name)
+        .map(|e| (s(&e.data, "/reason"), s(&e.data, "/note")))
+        .collect()
+}
+
+fn container(name: &str, secs: u32, resources: Value) -> Value {
+    json!({
+        "name": name,
+        "image": "busybox:1.36",
+        "command": ["sh", "-c", format!("sleep {secs}")],
+        "resources": resources,
+    })
+}
+
+/// An MPI Job as Volcano's examples write it: `ssh`, `svc` and `env` plugins, a master that
+/// completes the job when it completes, and two workers.
+fn mpi_job(name: &str, master_secs: u32) -> Value {
+    let small = json!({"requests": {"cpu": "500m", "memory": "64Mi"}});
+    json!({
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minAvailable": 3,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "plugins": {"ssh": [], "svc": [], "env": []},
+            "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+            "tasks": [
+                {
+                    "name": "mpimaster",
+                    "replicas": 1,
+                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+                    "template": {"spec": {
+                        "restartPolicy": "OnFailure",
+                        "containers": [container("mpimaster", master_secs, small.clone())],
+                    }},
+                },
+                {
+                    "name": "mpiworker",
+                    "replicas": 2,
+                    "template": {"spec": {
+                        "restartPolicy": "OnFailure",
+                        "containers": [container("mpiworker", 60, small)],
+                    }},
+                },
+            ],
+        },
+    })
+}
+
+async fn mpi_job_with_svc_and_ssh_runs_to_completion(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    create(&client, mpi_job("mpi", 3)).await;
+    let phases = wait_phase(&client, "mpi", "Completed", 60).await;
+    assert!(phases.contains(&"Running".to_string()), "{phases:?}");
+    let refused: Vec<_> = events_about(&client, "Job", "mpi")
+        .await
+        .into_iter()
+        .filter(|(r, _)| r.starts_with("Failed"))
+        .collect();
+    assert!(refused.is_empty(), "writes were refused: {refused:?}");
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+both_tiers!(
+    mpi_job_with_svc_and_ssh_runs_to_completion,
+    2,
+    super::mpi_job_with_svc_and_ssh_runs_to_completion
+);
+
+async fn a_restarted_svc_job_runs_again_without_stalling(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    create(&client, mpi_job("restarted", 8)).await;
+    wait_phase(&client, "restarted", "Running", 30).await;
+    let uid = Api::<Job>::namespaced(client.clone(), "default")
+        .get("restarted")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let command: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"name": "restart-restarted", "namespace": "default"},
+        "action": "RestartJob",
+        "target": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                   "name": "restarted", "uid": uid},
+    }))
+    .unwrap();
+    let commands: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<volcano_api::bus::Command>(&()),
+    );
+    let restarted_at = Instant::now();
+    commands
+        .create(&PostParams::default(), &command)
+        .await
+        .unwrap();
+    // Restarting, then Running again with new pods, then Completed once the master is done:
+    // well within the 85 s that the ConfigMap's 404s used to cost.
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let (again, seen) = eventually(30, async || {
+        let j = jobs.get("restarted").await.unwrap();
+        let version = j.status.as_ref().map_or(0, |s| s.version);
+        (version >= 1 && phase(&j) == "Running", (version, phase(&j)))
+    })
+    .await;
+    assert!(
+        again,
+        "the job did not run again after its restart: {seen:?}"
+    );
+    let took = restarted_at.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "running again took {took:?}"
+    );
+    // Its pods find the hosts of the new run (the ConfigMap is deleted by the restart and
+    // written again, not patched while it is gone).
+    let cm: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert!(
+        cm.get_opt("restarted-svc").await.unwrap().is_some(),
+        "the svc plugin's host lists are back after the restart"
+    );
+    wait_phase(&client, "restarted", "Completed", 45).await;
+    let refused: Vec<_> = events_about(&client, "Job", "restarted")
+        .await
+        .into_iter()
+        .filter(|(r, _)| r.starts_with("Failed"))
+        .collect();
+    assert!(refused.is_empty(), "writes were refused: {refused:?}");
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+both_tiers!(
+    a_restarted_svc_job_runs_again_without_stalling,
+    2,
+    super::a_restarted_svc_job_runs_again_without_stalling
+);
+
+/// Two GPU nodes, so that a GPU gang is admitted and its pods are written.
+fn gpu_nodes() -> Vec<NodeSpec> {
+    (0..2)
+        .map(|i| {
+            NodeSpec::new(format!("gpu-{i}"))
+                .cpu("8")
+                .memory("16Gi")
+                .gpus(4)
+        })
+        .collect()
+}
+
+async fn a_pod_the_server_refuses_is_told_on_the_job_at_once(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    // An extended resource requested without a limit: a real API server refuses the pod (422,
+    // "Limit must be set for non overcommitable resources"), however often it is sent.
+    let mut body = common::job("gpu", "default", 1, "1", 30);
+    body["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] =
+        json!("1");
+    create(&client, body).await;
+    let (told, events) = eventually(15, async || {
+        let ev = events_about(&client, "Job", "gpu").await;
+        (ev.iter().any(|(r, _)| r == "FailedCreate"), ev)
+    })
+    .await;
+    assert!(told, "no FailedCreate event on the Job: {events:?}");
+    let (_, note) = events.iter().find(|(r, _)| r == "FailedCreate").unwrap();
+    assert!(
+        note.contains("Limit must be set") && note.contains("gpu-worker-0"),
+        "{note}"
+    );
+    // Not retried into a termination: the job waits, Pending, for its template to be fixed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let j = Api::<Job>::namespaced(client.clone(), "default")
+        .get("gpu")
+        .await
+        .unwrap();
+    assert_eq!(phase(&j), "Pending");
+    let refusals = events_about(&client, "Job", "gpu")
+        .await
+        .into_iter()
+        .filter(|(r, _)| r == "FailedCreate")
+        .count();
+    assert_eq!(refusals, 1, "the refused pod was sent again at once");
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_the_server_refuses_is_told_on_the_job_at_once_real() {
+    let test = "a_pod_the_server_refuses_is_told_on_the_job_at_once_real";
+    if let Some(c) = Cluster::real_with_specs(&gpu_nodes(), test).await {
+        a_pod_the_server_refuses_is_told_on_the_job_at_once(c).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_the_server_refuses_is_told_on_the_job_at_once_local() {
+    let c = Cluster::start_with_specs(&gpu_nodes(), ServerOptions::default()).await;
+    a_pod_the_server_refuses_is_told_on_the_job_at_once(c).await;
+}
+
+async fn queue(client: &kube::Client, name: &str, parent: Option<&str>) {
+    let mut spec = json!({"weight": 1, "reclaimable": true});
+    if let Some(p) = parent {
+        spec["parent"] = json!(p);
+    }
+    let q: Queue = serde_json::from_value(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap();
+    Api::<Queue>::all(client.clone())
+        .create(&PostParams::default(), &q)
+        .await
+        .unwrap();
+}
+
+async fn delete_queue(client: &kube::Client, name: &str) -> Result<(), kube::core::Status> {
+    match Api::<Queue>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) => Err(*s),
+        Err(e) => panic!("deleting queue {name}: {e}"),
+    }
+}
+
+async fn protected_queues_cannot_be_deleted(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    let queues: Api<Queue> = Api::all(client.clone());
+    let (made, _) = eventually(10, async || {
+        (queues.get_opt("default").await.unwrap().is_some(), ())
+    })
+    .await;
+    assert!(made, "the scheduler creates the default queue");
+    for name in ["default", "root"] {
+        let s = delete_queue(&client, name).await.unwrap_err();
+        assert_eq!(s.code, 403, "{name}: {s:?}");
+        assert!(s.message.contains("can not be deleted"), "{}", s.message);
+    }
+    queue(&client, "eng", None).await;
+    queue(&client, "eng-dev", Some("eng")).await;
+    let s = delete_queue(&client, "eng").await.unwrap_err();
+    assert!(s.code == 403 && s.message.contains("child queue"), "{s:?}");
+    // A queue whose job runs holds resources.
+    queue(&client, "busy", None).await;
+    create(&client, common::job("busy-job", "busy", 1, "1", 60)).await;
+    let (held, _) = eventually(20, async || {
+        let q = queues.get("busy").await.unwrap();
+        let cpu = q
+            .status
+            .and_then(|s| s.allocated)
+            .and_then(|a| a.get("cpu").cloned());
+        (cpu.is_some_and(|c| c.0 != "0"), ())
+    })
+    .await;
+    assert!(held, "the scheduler records what the busy queue holds");
+    let s = delete_queue(&client, "busy").await.unwrap_err();
+    assert!(s.code == 403 && s.message.contains("hold"), "{s:?}");
+    // A leaf with nothing running goes.
+    delete_queue(&client, "eng-dev").await.unwrap();
+    assert!(queues.get_opt("default").await.unwrap().is_some());
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+both_tiers!(
+    protected_queues_cannot_be_deleted,
+    1,
+    super::protected_queues_cannot_be_deleted
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_set_pods_get_a_pod_group_where_owner_references_are_enforced() {
+    let test = "replica_set_pods_get_a_pod_group_where_owner_references_are_enforced";
+    let Some(cluster) = Cluster::real(2, test).await else {
+        return;
+    };
+    if !cluster.has_controller_manager() {
+        eprintln!("skipped {test}: no kube-controller-manager to run the Deployment");
+        return;
+    }
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    let deployment: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [container("web", 3600, json!({"requests": {"cpu": "250m"}}))],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::apps::v1::Deployment>(
+            &(),
+        ),
+    )
+    .create(&PostParams::default(), &deployment)
+    .await
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let (running, seen) = eventually(30, async || {
+        let l = pods.list(&ListParams::default()).await.unwrap();
+        let phases: Vec<String> = l
+            .items
+            .iter()
+            .map(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        (
+            phases.len() == 2 && phases.iter().all(|p| p == "Running"),
+            phases,
+        )
+    })
+    .await;
+    let pgs = Api::<PodGroup>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(
+        running,
+        "pods {seen:?}; PodGroups {:?}",
+        pgs.items
+            .iter()
+            .map(|p| &p.metadata.name)
+            .collect::<Vec<_>>()
+    );
+    // As in Volcano, the pods of one controller (the ReplicaSet) share one PodGroup, owned by
+    // it, without blocking its deletion.
+    assert_eq!(pgs.items.len(), 1, "one PodGroup for the ReplicaSet's pods");
+    let owner = &pgs.items[0].metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(owner.kind, "ReplicaSet");
+    assert_eq!(owner.block_owner_deletion, None);
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_created_right_after_an_api_server_outage_is_bound_within_five_seconds() {
+    let test = "a_job_created_right_after_an_api_server_outage_is_bound_within_five_seconds";
+    let Some(mut cluster) = Cluster::real(2, test).await else {
+        return;
+    };
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", true);
+    create(&client, common::job("before", "default", 1, "1", 1)).await;
+    wait_phase(&client, "before", "Completed", 30).await;
+    let outage = std::env::var("VOLCANO_TEST_OUTAGE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    cluster
+        .plane()
+        .api_outage(Duration::from_secs(outage))
+        .await
+        .unwrap();
+    let client = cluster.client();
+    let created = Instant::now();
+    create(&client, common::job("after", "default", 2, "1", 30)).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let (bound, _) = eventually(15, async || {
+        let l = pods.list(&ListParams::default()).await.unwrap();
+        let n = l
+            .items
+            .iter()
+            .filter(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("after-"))
+            })
+            .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+            .count();
+        (n == 2, ())
+    })
+    .await;
+    let took = created.elapsed();
+    assert!(bound, "the job created after the outage was not bound");
+    assert!(
+        took < Duration::from_secs(5),
+        "bound {took:?} after creation, after a {outage} s outage"
+    );
+    sched.stop().await;
+    ctl.stop().await;
+}

@@ -1,0 +1,85 @@
+//! Test clusters for the end-to-end tiers.
+//!
+//! The real tier runs the project against a real `kube-apiserver` and `etcd`, found the envtest
+//! way: `KUBEBUILDER_ASSETS` names a folder holding both binaries (and, optionally,
+//! `kube-controller-manager`). Where they are absent, tests of the tier skip and say so.
+//!
+//! - [`assets`]: finding the binaries.
+//! - [`control_plane`]: etcd, the API server (RBAC and `OwnerReferencesPermissionEnforcement`
+//!   on) and the controller manager, on loopback, each a child process of the test.
+//! - [`install`]: `deploy/` applied as an administrator would, and clients that hold only the
+//!   permissions of one of its ServiceAccounts.
+//! - [`kubelet`]: nodes whose kubelets act through the API: bound pods start, run and end, and
+//!   a pod deleted gracefully is confirmed gone, as a real kubelet does.
+
+pub mod assets;
+pub mod control_plane;
+pub mod install;
+pub mod kubelet;
+mod process;
+
+pub use assets::Assets;
+pub use control_plane::RealControlPlane;
+
+/// Why a test cluster could not be brought up or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The API server refused a request, or the client could not be built.
+    #[error("{what}: {source}")]
+    Kube {
+        /// What was being done.
+        what: String,
+        /// The failure.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A component did not become ready in time; its log's tail is in the message.
+    #[error("{what} was not ready after {secs} s; last log lines:\n{log}")]
+    NotReady {
+        /// The component.
+        what: String,
+        /// How long it was given.
+        secs: u64,
+        /// The end of its log.
+        log: String,
+    },
+    /// A manifest could not be read.
+    #[error("{file}: {message}")]
+    Manifest {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A key could not be made.
+    #[error("making a key: {0}")]
+    Key(String),
+    /// A value the harness made or read is not what it should be.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl HarnessError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        HarnessError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn kube(what: impl Into<String>, source: kube::Error) -> Self {
+        HarnessError::Kube {
+            what: what.into(),
+            source: Box::new(source),
+        }
+    }
+}
