@@ -19,7 +19,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use crate::error::ApiError;
 use crate::kinds::{self, KindInfo};
 use crate::store::{
-    Change, ChangeType, Part, PatchType, Preconditions, Selectors, Store, StoreOptions,
+    Change, ChangeType, DeleteOptions, Part, PatchType, Selectors, Store, StoreOptions,
     WriteOptions, convert,
 };
 use crate::time::unix_now;
@@ -237,7 +237,7 @@ impl SharedStore {
     pub fn delete(&self, resource: &str, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
         let kind = kind_of(resource)?;
         self.write(false, |s, w| {
-            s.delete(kind, ns, name, &Preconditions::default(), w)
+            s.delete(kind, ns, name, &DeleteOptions::default(), w)
         })
         .map(|v| (*v).clone())
     }
@@ -251,7 +251,9 @@ impl SharedStore {
 
     /// Evicts (deletes) a pod.
     pub fn evict(&self, ns: &str, name: &str) -> Result<(), ApiError> {
-        self.write(false, |s, w| s.evict(ns, name, w))
+        self.write(false, |s, w| {
+            s.evict(ns, name, &DeleteOptions::default(), w)
+        })
     }
 
     /// Watches a kind in a namespace or all, from a resourceVersion (changes after it), or from

@@ -9,8 +9,9 @@ use super::convert;
 use super::defaults::{self, Priorities};
 use super::meta::{self, ensure_object, meta_mut, meta_str};
 use super::patch::{self, PatchError, PatchType};
-use super::{Part, Preconditions, Selectors, Store, WriteOptions, scope};
-use crate::error::{ApiError, Details, Reason};
+use super::validate;
+use super::{DeleteOptions, Part, Preconditions, Selectors, Store, WriteOptions, graceful, scope};
+use crate::error::{ApiError, Details, FieldError, Reason};
 use crate::kinds::{self, KindInfo};
 use crate::time::format_rfc3339;
 
@@ -134,10 +135,13 @@ impl Store {
         if name.is_empty() {
             let prefix = meta_str(&object, "generateName").to_string();
             if prefix.is_empty() {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_fields(
                     kind,
                     "",
-                    "metadata.name: Required value: name or generateName is required",
+                    vec![FieldError::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
                 ));
             }
             // Retry on the rare collision, as the real server's clients do.
@@ -163,6 +167,9 @@ impl Store {
             global_default: self.global_default_priority(),
         };
         defaults::on_create(kind, &mut object, &priorities)?;
+        if kind.group.is_empty() && kind.resource == "pods" {
+            validate::pod(kind, &object)?;
+        }
         self.admit_create(kind, &mut object)?;
         let m = meta_mut(&mut object);
         for field in SERVER_META {
@@ -300,7 +307,7 @@ impl Store {
     }
 
     /// Stores `new` in place of `old` with a new resourceVersion.
-    fn write(
+    pub(super) fn write(
         &mut self,
         kind: &'static KindInfo,
         ns: Option<&str>,
@@ -324,31 +331,20 @@ impl Store {
     }
 
     /// Deletes an object and, recursively, what it owns and (for a namespace) what it holds.
-    /// Returns the object's last state.
+    /// A pod bound to a node and still running is only marked for deletion, until its kubelet
+    /// confirms (see [`DeleteOptions`]). Returns the object's last (or marked) state.
     pub fn delete(
         &mut self,
         kind: &'static KindInfo,
         ns: Option<&str>,
         name: &str,
-        pre: &Preconditions,
+        opts: &DeleteOptions,
         w: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
         let old = self.stored(kind, ns, name)?;
-        let checks = [
-            ("UID", pre.uid.as_deref(), meta_str(&old, "uid")),
-            (
-                "ResourceVersion",
-                pre.resource_version.as_deref(),
-                meta_str(&old, "resourceVersion"),
-            ),
-        ];
-        for (what, want, have) in checks {
-            if let Some(want) = want.filter(|w| *w != have) {
-                let why = format!(
-                    "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
-                );
-                return Err(ApiError::conflict(kind, name, &why));
-            }
+        check_preconditions(kind, name, &old, &opts.preconditions)?;
+        if let Some(grace) = graceful::grace_period(kind, &old, opts.grace_period_seconds) {
+            return self.mark_deleted(kind, ns, name, old, grace, w);
         }
         if w.dry_run {
             return Ok(convert::to_view(kind, &old));
@@ -360,7 +356,35 @@ impl Store {
         self.collect_garbage(&last);
         Ok(convert::to_view(kind, &last))
     }
+}
 
+/// Refuses a delete whose preconditions the stored object does not meet.
+fn check_preconditions(
+    kind: &KindInfo,
+    name: &str,
+    old: &Value,
+    pre: &Preconditions,
+) -> Result<(), ApiError> {
+    let checks = [
+        ("UID", pre.uid.as_deref(), meta_str(old, "uid")),
+        (
+            "ResourceVersion",
+            pre.resource_version.as_deref(),
+            meta_str(old, "resourceVersion"),
+        ),
+    ];
+    for (what, want, have) in checks {
+        if let Some(want) = want.filter(|w| *w != have) {
+            let why = format!(
+                "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
+            );
+            return Err(ApiError::conflict(kind, name, &why));
+        }
+    }
+    Ok(())
+}
+
+impl Store {
     /// Deletes every selected object of a kind in one namespace or all.
     pub fn delete_collection(
         &mut self,
@@ -373,7 +397,7 @@ impl Store {
         let mut deleted = Vec::new();
         for item in items {
             let (ns, name) = (meta_str(&item, "namespace"), meta_str(&item, "name"));
-            match self.delete(kind, Some(ns), name, &Preconditions::default(), w) {
+            match self.delete(kind, Some(ns), name, &DeleteOptions::default(), w) {
                 Ok(last) => deleted.push(last),
                 // Already collected as the dependent of an earlier item.
                 Err(e) if e.is_not_found() => {}
@@ -451,10 +475,14 @@ impl Store {
             .unwrap_or("");
         let target_kind = binding.pointer("/target/kind").and_then(Value::as_str);
         if node.is_empty() || target_kind.is_some_and(|k| !k.is_empty() && k != "Node") {
-            return Err(ApiError::invalid(
+            return Err(ApiError::invalid_fields(
                 pods,
                 name,
-                "target: Invalid value: a binding must target a Node by name",
+                vec![FieldError::invalid(
+                    "target",
+                    binding.get("target").cloned().unwrap_or(Value::Null),
+                    "a binding must target a Node by name",
+                )],
             ));
         }
         let old = self.stored(pods, Some(ns), name)?;
@@ -468,11 +496,12 @@ impl Store {
                 message: format!(
                     "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{bound}\""
                 ),
-                details: Some(Details {
+                details: Some(Box::new(Details {
                     name: name.to_string(),
                     group: String::new(),
                     kind: "pods/binding".to_string(),
-                }),
+                    causes: Vec::new(),
+                })),
             });
         }
         let mut pod = (*old).clone();
@@ -507,9 +536,16 @@ impl Store {
         self.write(pods, Some(ns), name, old, pod, w)
     }
 
-    /// Evicts a pod (`pods/{name}/eviction`): deletes it. There are no disruption budgets.
-    pub fn evict(&mut self, ns: &str, name: &str, w: &WriteOptions) -> Result<(), ApiError> {
-        self.delete(kinds::pods(), Some(ns), name, &Preconditions::default(), w)
+    /// Evicts a pod (`pods/{name}/eviction`): deletes it, gracefully as a delete would. There
+    /// are no disruption budgets.
+    pub fn evict(
+        &mut self,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        w: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        self.delete(kinds::pods(), Some(ns), name, opts, w)
             .map(|_| ())
     }
 
