@@ -293,7 +293,9 @@ async fn kubectl_shows_the_refusals_of_a_real_server() {
     let strict = run(vec!["apply", "-f", "job.yaml"]).await.unwrap();
     refused(
         strict,
-        &["Job in version \"v1alpha1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.minAvaliable\""],
+        &[
+            "Job in version \"v1alpha1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.minAvaliable\"",
+        ],
     );
     assert!(store.get("jobs", Some("default"), "misspelt").is_err());
     let (ok, warned) = run(vec!["apply", "--validate=warn", "-f", "job.yaml"])
