@@ -397,7 +397,8 @@ impl Request<'_> {
         let validation = self.field_validation()?;
         let (ns, name) = (self.ns(), self.name());
         let (created, new, unknown) = self.state.store.write(self.dry_run(), |s, w| {
-            let existed = s.get(kind, ns, name).is_ok();
+            let old = s.get(kind, ns, name).ok();
+            let existed = old.is_some();
             // The fields a patch leaves are judged on the patched object, as Kubernetes does.
             let probe = WriteOptions {
                 dry_run: true,
@@ -405,7 +406,13 @@ impl Request<'_> {
             };
             let patched = s.patch(kind, ns, name, patch_type, &parsed, part, &probe)?;
             let mut pruned = (*patched).clone();
-            let unknown = fields::prune_unknown(kind, &mut pruned);
+            let mut unknown = fields::prune_unknown(kind, &mut pruned);
+            // What the stored object already held is not the patch's doing: this server writes
+            // some objects itself (a kubelet's status), and the schema here may be older.
+            if let Some(old) = old.filter(|_| !unknown.is_empty()) {
+                let before = fields::prune_unknown(kind, &mut (*old).clone());
+                unknown.retain(|f| !before.contains(f));
+            }
             if unknown.is_empty() {
                 let new = s.patch(kind, ns, name, patch_type, &parsed, part, w)?;
                 return Ok((!existed, new, unknown));
