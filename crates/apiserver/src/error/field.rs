@@ -10,6 +10,8 @@ pub enum FieldErrorType {
     Required,
     /// A malformed value.
     Invalid,
+    /// A value of the wrong type for its schema.
+    TypeInvalid,
     /// A value outside an enumeration.
     NotSupported,
     /// A value not allowed here.
@@ -24,6 +26,7 @@ impl FieldErrorType {
         match self {
             FieldErrorType::Required => "FieldValueRequired",
             FieldErrorType::Invalid => "FieldValueInvalid",
+            FieldErrorType::TypeInvalid => "FieldValueTypeInvalid",
             FieldErrorType::NotSupported => "FieldValueNotSupported",
             FieldErrorType::Forbidden => "FieldValueForbidden",
             FieldErrorType::Duplicate => "FieldValueDuplicate",
@@ -34,7 +37,7 @@ impl FieldErrorType {
     fn words(self) -> &'static str {
         match self {
             FieldErrorType::Required => "Required value",
-            FieldErrorType::Invalid => "Invalid value",
+            FieldErrorType::Invalid | FieldErrorType::TypeInvalid => "Invalid value",
             FieldErrorType::NotSupported => "Unsupported value",
             FieldErrorType::Forbidden => "Forbidden",
             FieldErrorType::Duplicate => "Duplicate value",

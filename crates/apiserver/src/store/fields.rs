@@ -105,6 +105,14 @@ fn judges() -> &'static HashMap<String, Judge> {
     })
 }
 
+/// The structural schema of a custom resource kind, if it is one of ours.
+pub fn crd_schema(kind: &KindInfo) -> Option<&'static Value> {
+    judges()
+        .get(&kind.qualified())
+        .filter(|j| j.structural)
+        .map(|j| &j.schema)
+}
+
 fn object_meta() -> &'static Value {
     static META: OnceLock<Value> = OnceLock::new();
     META.get_or_init(inline_schema::<ObjectMeta>)

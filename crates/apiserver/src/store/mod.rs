@@ -22,6 +22,7 @@ pub mod graceful;
 pub mod history;
 pub mod meta;
 pub mod patch;
+pub mod schema_check;
 pub mod selector;
 pub mod validate;
 mod write;

@@ -9,8 +9,8 @@ use super::convert;
 use super::defaults::{self, Priorities};
 use super::meta::{self, ensure_object, meta_mut, meta_str};
 use super::patch::{self, PatchError, PatchType};
-use super::validate;
 use super::{DeleteOptions, Part, Preconditions, Selectors, Store, WriteOptions, graceful, scope};
+use super::{schema_check, validate};
 use crate::error::{ApiError, Details, FieldError, Reason};
 use crate::kinds::{self, KindInfo};
 use crate::time::format_rfc3339;
@@ -170,6 +170,7 @@ impl Store {
         if kind.group.is_empty() && kind.resource == "pods" {
             validate::pod(kind, &object)?;
         }
+        schema_check::custom_resource(kind, &object)?;
         self.admit_create(kind, &mut object)?;
         let m = meta_mut(&mut object);
         for field in SERVER_META {
@@ -282,6 +283,7 @@ impl Store {
         part: Part,
         w: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
+        schema_check::custom_resource(kind, &new)?;
         match part {
             Part::Status => {
                 let mut only_status = (*old).clone();
