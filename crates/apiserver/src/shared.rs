@@ -233,7 +233,8 @@ impl SharedStore {
         .map(|v| (*v).clone())
     }
 
-    /// Deletes an object with its dependents; returns its last state.
+    /// Deletes an object with its dependents; returns its last state. A bound, running pod is
+    /// only marked for deletion until its kubelet confirms (see [`Store::delete`]).
     pub fn delete(&self, resource: &str, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
         let kind = kind_of(resource)?;
         self.write(false, |s, w| {
@@ -249,7 +250,7 @@ impl SharedStore {
             .map(|v| (*v).clone())
     }
 
-    /// Evicts (deletes) a pod.
+    /// Evicts (deletes, gracefully) a pod.
     pub fn evict(&self, ns: &str, name: &str) -> Result<(), ApiError> {
         self.write(false, |s, w| {
             s.evict(ns, name, &DeleteOptions::default(), w)

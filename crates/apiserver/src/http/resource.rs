@@ -9,15 +9,15 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::response::{json as json_response, ok};
 use super::table::{self, Include};
-use super::watch;
-use crate::error::{ApiError, Details, FieldError, Reason, success_status};
+use super::{unknown, watch};
+use crate::error::{ApiError, Reason, success_status};
 use crate::kinds::{self, KindInfo};
 use crate::store::fields::{self, FieldValidation};
 use crate::store::{DeleteOptions, Part, PatchType, Preconditions, Selectors, WriteOptions, patch};
@@ -227,27 +227,6 @@ fn parse_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-/// A patch that leaves unknown fields under `Strict`: Kubernetes answers 422 about the field
-/// `patch`, showing the patched object, with no kind or name.
-fn strict_patch_error(patched: &Value, unknown: &[String]) -> ApiError {
-    let error = FieldError::invalid(
-        "patch",
-        Value::String(patched.to_string()),
-        fields::strict_error(unknown),
-    );
-    let message = format!(" \"\" is invalid: {error}");
-    ApiError {
-        reason: Reason::Invalid,
-        message,
-        details: Some(Box::new(Details {
-            name: String::new(),
-            group: String::new(),
-            kind: String::new(),
-            causes: vec![error],
-        })),
-    }
-}
-
 struct Request<'a> {
     state: &'a AppState,
     target: &'a Target,
@@ -280,33 +259,16 @@ impl Request<'_> {
             .map_err(ApiError::bad_request)
     }
 
-    /// Drops the fields the kind's schema does not name from a create or update body; under
-    /// `Strict` refuses the body instead, with the 400 of a strict decoding error.
+    /// See [`unknown::prune_body`].
     fn prune(&self, object: &mut Value) -> Result<Vec<String>, ApiError> {
-        let validation = self.field_validation()?;
-        let kind = self.target.kind;
-        let unknown = fields::prune_unknown(kind, object);
-        if validation == FieldValidation::Strict && !unknown.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "{k} in version \"{v}\" cannot be handled as a {k}: {}",
-                fields::strict_error(&unknown),
-                k = kind.kind,
-                v = kind.version,
-            )));
-        }
-        Ok(unknown)
+        unknown::prune_body(self.target.kind, self.field_validation()?, object)
     }
 
-    /// The response to a write, with a `Warning` per unknown field when asked to warn.
+    /// The response to a write, with the warnings `fieldValidation` asks for.
     fn written(&self, code: StatusCode, object: &Value, unknown: &[String]) -> Response {
         let mut response = json_response(code, object);
-        if self.field_validation() == Ok(FieldValidation::Warn) {
-            for field in unknown {
-                let text = format!("299 - \"unknown field \\\"{field}\\\"\"");
-                if let Ok(value) = HeaderValue::from_str(&text) {
-                    response.headers_mut().append("Warning", value);
-                }
-            }
+        if let Ok(validation) = self.field_validation() {
+            unknown::warn(&mut response, validation, unknown);
         }
         response
     }
@@ -418,7 +380,7 @@ impl Request<'_> {
                 return Ok((!existed, new, unknown));
             }
             if validation == FieldValidation::Strict {
-                return Err(strict_patch_error(&patched, &unknown));
+                return Err(unknown::strict_patch_error(&patched, &unknown));
             }
             let new = if existed {
                 s.update(kind, ns, name, pruned, part, w)?
