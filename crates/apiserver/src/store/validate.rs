@@ -227,21 +227,31 @@ fn container_resources(
     Ok(errors)
 }
 
-/// Validates a pod about to be created (after defaulting): 422 with every refused field, or
-/// 400 when a quantity cannot be read at all.
-pub fn pod(kind: &KindInfo, object: &Value) -> Result<(), ApiError> {
+/// The resource errors of the containers of a pod spec found at `path` (`spec`,
+/// `template.spec`); Err when a quantity cannot be read at all.
+pub fn pod_spec_errors(
+    kind: &KindInfo,
+    spec: &Value,
+    path: &str,
+) -> Result<Vec<FieldError>, ApiError> {
     let mut errors = Vec::new();
     for list in ["initContainers", "containers"] {
-        let containers = object
-            .pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array);
+        let containers = spec.get(list).and_then(Value::as_array);
         for (i, c) in containers.into_iter().flatten().enumerate() {
             if let Some(resources) = c.get("resources").and_then(Value::as_object) {
-                let path = format!("spec.{list}[{i}].resources");
-                errors.extend(container_resources(kind, resources, &path)?);
+                let at = format!("{path}.{list}[{i}].resources");
+                errors.extend(container_resources(kind, resources, &at)?);
             }
         }
     }
+    Ok(errors)
+}
+
+/// Validates a pod about to be created (after defaulting): 422 with every refused field, or
+/// 400 when a quantity cannot be read at all.
+pub fn pod(kind: &KindInfo, object: &Value) -> Result<(), ApiError> {
+    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    let errors = pod_spec_errors(kind, &spec, "spec")?;
     if errors.is_empty() {
         return Ok(());
     }
