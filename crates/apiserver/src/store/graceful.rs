@@ -181,6 +181,24 @@ mod tests {
     }
 
     #[test]
+    fn the_garbage_collector_deletes_a_running_pod_gracefully() {
+        let mut s = Store::new(StoreOptions::default(), NOW);
+        let cm = json!({"metadata": {"name": "owner"}});
+        let configmaps = kinds::find("configmaps").unwrap();
+        let owner = s.create(configmaps, Some("default"), cm, &w()).unwrap();
+        let pod = json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1",
+            "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}});
+        s.create(kinds::pods(), Some("default"), pod, &w()).unwrap();
+        s.delete(configmaps, Some("default"), "owner", &grace(None), &w())
+            .unwrap();
+        let p = s.get(kinds::pods(), Some("default"), "p").unwrap();
+        assert!(is_terminating(&p), "{p}");
+        delete(&mut s, &grace(Some(0)));
+        assert!(s.get(kinds::pods(), Some("default"), "p").is_err());
+    }
+
+    #[test]
     fn unbound_or_finished_pods_go_at_once() {
         for (bound, phase) in [(false, "Pending"), (true, "Succeeded"), (true, "Failed")] {
             let mut s = store_with_pod(bound, phase, None);

@@ -11,8 +11,8 @@
 //! `generateName`, generation bumps on spec changes, namespace existence, namespace deletion
 //! and ownerReference garbage collection. A pod bound to a node and not finished is deleted
 //! gracefully: marked with `deletionTimestamp` until its kubelet deletes it with grace 0. Other
-//! deletions are immediate (finalizers are not waited for; garbage collection and namespace
-//! deletion remove pods at once).
+//! deletions are immediate (finalizers are not waited for); the garbage collector deletes pods
+//! gracefully too, namespace deletion removes them at once.
 
 mod admission;
 pub mod convert;

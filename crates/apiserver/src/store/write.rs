@@ -352,10 +352,10 @@ impl Store {
             return Ok(convert::to_view(kind, &old));
         }
         if kind.resource == "namespaces" && kind.group.is_empty() {
-            self.empty_namespace(name);
+            self.empty_namespace(name, w);
         }
         let last = self.remove(kind, (scope(kind, ns), name.to_string()), old);
-        self.collect_garbage(&last);
+        self.collect_garbage(&last, w);
         Ok(convert::to_view(kind, &last))
     }
 }
@@ -418,7 +418,7 @@ impl Store {
     }
 
     /// Deletes everything in a namespace, as the namespace controller would.
-    fn empty_namespace(&mut self, ns: &str) {
+    fn empty_namespace(&mut self, ns: &str, w: &WriteOptions) {
         for kind in kinds::KINDS
             .iter()
             .filter(|k| k.namespaced && !convert::is_view(k))
@@ -432,14 +432,16 @@ impl Store {
                     .cloned()
                 {
                     let last = self.remove(kind, key, current);
-                    self.collect_garbage(&last);
+                    self.collect_garbage(&last, w);
                 }
             }
         }
     }
 
     /// Deletes the dependents of a deleted object whose owners are now all gone, recursively.
-    fn collect_garbage(&mut self, deleted: &Value) {
+    /// A bound, running pod among them is deleted gracefully, as the garbage collector's
+    /// delete is: it goes when its kubelet confirms.
+    fn collect_garbage(&mut self, deleted: &Value, w: &WriteOptions) {
         let mut queue = vec![meta_str(deleted, "uid").to_string()];
         while let Some(uid) = queue.pop() {
             let Some(dependents) = self.dependents.get(&uid).cloned() else {
@@ -456,7 +458,15 @@ impl Store {
                 {
                     continue;
                 }
-                let last = self.remove(&kinds::KINDS[idx], key, object);
+                let kind = &kinds::KINDS[idx];
+                if let Some(grace) = graceful::grace_period(kind, &object, None) {
+                    let (ns, name) = (key.0.clone(), key.1.clone());
+                    // Marking a stored object for deletion cannot fail; if it did, the pod
+                    // would simply stay, as with a garbage collector that has not got to it.
+                    let _ = self.mark_deleted(kind, Some(&ns), &name, object, grace, w);
+                    continue;
+                }
+                let last = self.remove(kind, key, object);
                 queue.push(meta_str(&last, "uid").to_string());
             }
         }
