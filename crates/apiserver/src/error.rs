@@ -3,7 +3,11 @@
 //! Clients match on these: kube-rs on `code` and `reason`, kubectl prints `message` verbatim
 //! (`Error from server (NotFound): pods "x" not found`), so the wording follows Kubernetes.
 
+pub mod field;
+
 use serde_json::{Value, json};
+
+pub use field::{FieldError, FieldErrorType};
 
 use crate::kinds::KindInfo;
 
@@ -78,7 +82,7 @@ pub struct ApiError {
     /// The human-readable message, in Kubernetes' wording.
     pub message: String,
     /// `details`: the object's name and its group and resource, when the error is about one.
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 /// The `details` of a Status: which object the error is about.
@@ -88,8 +92,10 @@ pub struct Details {
     pub name: String,
     /// API group.
     pub group: String,
-    /// Resource plural, which Kubernetes puts in `details.kind`.
+    /// Resource plural, which Kubernetes puts in `details.kind` (the Kind for `Invalid`).
     pub kind: String,
+    /// The refused fields of an `Invalid` error; kubectl prints one line per cause.
+    pub causes: Vec<FieldError>,
 }
 
 impl ApiError {
@@ -106,11 +112,12 @@ impl ApiError {
         ApiError {
             reason,
             message,
-            details: Some(Details {
+            details: Some(Box::new(Details {
                 name: name.to_string(),
                 group: kind.group.to_string(),
                 kind: kind.resource.to_string(),
-            }),
+                causes: Vec::new(),
+            })),
         }
     }
 
@@ -144,10 +151,44 @@ impl ApiError {
         )
     }
 
-    /// `Pod "x" is invalid: field: why`.
-    pub fn invalid(kind: &KindInfo, name: &str, causes: &str) -> Self {
-        let message = format!("{} \"{name}\" is invalid: {causes}", kind.kind);
-        Self::about(Reason::Invalid, kind, name, message)
+    /// `Pod "x" is invalid: why`, for a refusal not about one field (no causes).
+    pub fn invalid(kind: &KindInfo, name: &str, why: &str) -> Self {
+        Self::invalid_with(kind, name, why.to_string(), Vec::new())
+    }
+
+    /// The 422 of refused fields, as Kubernetes' `NewInvalid`: `Job.batch.volcano.sh "x" is
+    /// invalid: spec.y: Required value: ...`, with one cause per field error.
+    pub fn invalid_fields(kind: &KindInfo, name: &str, errors: Vec<FieldError>) -> Self {
+        let why = field::aggregate(&errors);
+        Self::invalid_with(kind, name, why, errors)
+    }
+
+    fn invalid_with(kind: &KindInfo, name: &str, why: String, causes: Vec<FieldError>) -> Self {
+        let qualified = if kind.group.is_empty() {
+            kind.kind.to_string()
+        } else {
+            format!("{}.{}", kind.kind, kind.group)
+        };
+        let message = if why.is_empty() {
+            format!("{qualified} \"{name}\" is invalid")
+        } else {
+            format!("{qualified} \"{name}\" is invalid: {why}")
+        };
+        ApiError {
+            reason: Reason::Invalid,
+            message,
+            details: Some(Box::new(Details {
+                name: name.to_string(),
+                group: kind.group.to_string(),
+                kind: kind.kind.to_string(),
+                causes,
+            })),
+        }
+    }
+
+    /// The field errors of an `Invalid` error.
+    pub fn causes(&self) -> &[FieldError] {
+        self.details.as_ref().map_or(&[], |d| d.causes.as_slice())
     }
 
     /// 400 with a message.
@@ -198,9 +239,16 @@ impl ApiError {
             "code": self.code(),
         });
         if let Some(d) = &self.details {
-            let mut details = json!({ "name": d.name, "kind": d.kind });
-            if !d.group.is_empty() {
-                details["group"] = json!(d.group);
+            // Empty members are left out, as Kubernetes' `omitempty` does.
+            let mut details = json!({});
+            for (key, value) in [("name", &d.name), ("group", &d.group), ("kind", &d.kind)] {
+                if !value.is_empty() {
+                    details[key] = json!(value);
+                }
+            }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d.causes.iter().map(FieldError::cause).collect();
+                details["causes"] = json!(causes);
             }
             status["details"] = details;
         }
@@ -242,6 +290,45 @@ mod tests {
             ApiError::stale(pods, "x")
                 .message
                 .contains("the object has been modified")
+        );
+    }
+
+    #[test]
+    fn invalid_names_the_qualified_kind_and_lists_causes() {
+        let jobs = kinds::find("jobs").unwrap();
+        let e = ApiError::invalid_fields(
+            jobs,
+            "j",
+            vec![
+                FieldError::required("spec.a", "needed"),
+                FieldError::invalid("spec.b", json!(3), "too big"),
+            ],
+        );
+        assert_eq!(
+            e.message,
+            "Job.batch.volcano.sh \"j\" is invalid: [spec.a: Required value: needed, spec.b: Invalid value: 3: too big]"
+        );
+        let s = e.to_status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["reason"], "Invalid");
+        assert_eq!(s["details"]["kind"], "Job");
+        assert_eq!(s["details"]["group"], "batch.volcano.sh");
+        assert_eq!(
+            s["details"]["causes"][0],
+            json!({"reason": "FieldValueRequired", "message": "Required value: needed", "field": "spec.a"})
+        );
+        assert_eq!(
+            s["details"]["causes"][1]["message"],
+            "Invalid value: 3: too big"
+        );
+        let pod = ApiError::invalid_fields(
+            kinds::pods(),
+            "p",
+            vec![FieldError::required("spec.c", "x")],
+        );
+        assert_eq!(
+            pod.message,
+            "Pod \"p\" is invalid: spec.c: Required value: x"
         );
     }
 }

@@ -19,7 +19,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use crate::error::ApiError;
 use crate::kinds::{self, KindInfo};
 use crate::store::{
-    Change, ChangeType, Part, PatchType, Preconditions, Selectors, Store, StoreOptions,
+    Change, ChangeType, DeleteOptions, Part, PatchType, Selectors, Store, StoreOptions,
     WriteOptions, convert,
 };
 use crate::time::unix_now;
@@ -233,11 +233,12 @@ impl SharedStore {
         .map(|v| (*v).clone())
     }
 
-    /// Deletes an object with its dependents; returns its last state.
+    /// Deletes an object with its dependents; returns its last state. A bound, running pod is
+    /// only marked for deletion until its kubelet confirms (see [`Store::delete`]).
     pub fn delete(&self, resource: &str, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
         let kind = kind_of(resource)?;
         self.write(false, |s, w| {
-            s.delete(kind, ns, name, &Preconditions::default(), w)
+            s.delete(kind, ns, name, &DeleteOptions::default(), w)
         })
         .map(|v| (*v).clone())
     }
@@ -249,9 +250,11 @@ impl SharedStore {
             .map(|v| (*v).clone())
     }
 
-    /// Evicts (deletes) a pod.
+    /// Evicts (deletes, gracefully) a pod.
     pub fn evict(&self, ns: &str, name: &str) -> Result<(), ApiError> {
-        self.write(false, |s, w| s.evict(ns, name, w))
+        self.write(false, |s, w| {
+            s.evict(ns, name, &DeleteOptions::default(), w)
+        })
     }
 
     /// Watches a kind in a namespace or all, from a resourceVersion (changes after it), or from

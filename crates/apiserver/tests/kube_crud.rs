@@ -160,7 +160,15 @@ async fn binding_and_eviction_subresources() {
         .unwrap_err();
     assert_eq!(api_code(again).0, 409);
 
+    // Bound and not finished, the pod is evicted gracefully: it waits for its kubelet (n1 has
+    // none here), and a delete with grace period 0 removes it, as kubectl's --force does.
     pods.evict("p", &EvictParams::default()).await.unwrap();
+    let terminating = pods.get("p").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    pods.delete("p", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
     assert!(pods.get_opt("p").await.unwrap().is_none());
     assert_eq!(
         api_code(pods.evict("p", &EvictParams::default()).await.unwrap_err()).0,

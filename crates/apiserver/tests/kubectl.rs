@@ -214,3 +214,122 @@ async fn kubectl_apply_get_label_describe_delete() {
     let _ = std::fs::remove_dir_all(&dir);
     t.server.shutdown().await;
 }
+
+const GPU_POD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: gpu
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    resources:
+      requests:
+        nvidia.com/gpu: '1'
+";
+
+const MISSPELT_JOB: &str = "\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: misspelt
+spec:
+  minAvaliable: 1
+  queue: default
+  tasks:
+  - replicas: 1
+    name: worker
+    template:
+      spec:
+        containers:
+        - name: main
+          image: busybox:1.36
+";
+
+/// What a real API server refuses, kubectl shows from the local one too: each refused field,
+/// unknown fields under kubectl's strict validation, and why a simulated pod has no logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_shows_the_refusals_of_a_real_server() {
+    let Some(bin) = find_kubectl() else {
+        eprintln!("note: kubectl not found on PATH; skipping the kubectl refusal test");
+        return;
+    };
+    let t = common::start().await;
+    let store = t.server.store();
+    let opts = KubeletOptions {
+        startup_delay: Duration::from_millis(50),
+    };
+    let _kubelets = Kubelets::start(store.clone(), &[NodeSpec::new("n1").gpus(1)], opts)
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "volcano-apiserver-kubectl-refusals-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kubeconfig"), kubeconfig(&t.server.url())).unwrap();
+    std::fs::write(dir.join("gpu.yaml"), GPU_POD).unwrap();
+    std::fs::write(dir.join("job.yaml"), MISSPELT_JOB).unwrap();
+    let run = |args: Vec<&'static str>| {
+        let (bin, dir) = (bin.clone(), dir.clone());
+        tokio::task::spawn_blocking(move || kubectl(&bin, &dir, &args))
+    };
+    let refused = |(ok, out): (bool, String), wants: &[&str]| {
+        assert!(!ok, "kubectl succeeded:\n{out}");
+        for want in wants {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+    };
+
+    let gpu = run(vec!["apply", "-f", "gpu.yaml"]).await.unwrap();
+    refused(
+        gpu,
+        &[
+            "The Pod \"gpu\" is invalid",
+            "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+        ],
+    );
+    let strict = run(vec!["apply", "-f", "job.yaml"]).await.unwrap();
+    refused(
+        strict,
+        &[
+            "Job in version \"v1alpha1\" cannot be handled as a Job: strict decoding error: unknown field \"spec.minAvaliable\"",
+        ],
+    );
+    assert!(store.get("jobs", Some("default"), "misspelt").is_err());
+    let (ok, warned) = run(vec!["apply", "--validate=warn", "-f", "job.yaml"])
+        .await
+        .unwrap();
+    assert!(ok, "{warned}");
+    assert!(
+        warned.contains("Warning: unknown field \"spec.minAvaliable\""),
+        "{warned}"
+    );
+    let job = store.get("jobs", Some("default"), "misspelt").unwrap();
+    assert!(job["spec"].get("minAvaliable").is_none(), "{job}");
+
+    let pod = json!({"metadata": {"name": "sim"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "main", "image": "busybox"}]}});
+    store.create("pods", Some("default"), pod).unwrap();
+    let logs = run(vec!["logs", "sim"]).await.unwrap();
+    refused(
+        logs,
+        &["volcano up runs no containers: pod default/sim is simulated, it has no logs"],
+    );
+    common::within(10, async {
+        while store.get("pods", Some("default"), "sim").unwrap()["status"]["phase"] != "Running" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let exec = run(vec!["exec", "sim", "--", "ls"]).await.unwrap();
+    refused(exec, &["volcano up runs no containers: pod default/sim"]);
+    // kubectl waits until the kubelet has stopped the pod and confirmed the deletion.
+    let (ok, deleted) = run(vec!["delete", "pod", "sim"]).await.unwrap();
+    assert!(ok && deleted.contains("pod \"sim\" deleted"), "{deleted}");
+    assert!(store.get("pods", Some("default"), "sim").is_err());
+
+    let _ = std::fs::remove_dir_all(&dir);
+    t.server.shutdown().await;
+}

@@ -75,6 +75,15 @@ fn resource_entries(kind: &KindInfo) -> Vec<Value> {
         eviction["group"] = json!("policy");
         eviction["version"] = json!("v1");
         out.push(eviction);
+        // Served so that kubectl reaches them and prints why a simulated pod has no streams.
+        out.push(sub("log", "Pod", &["get"]));
+        for (stream, options) in [
+            ("exec", "PodExecOptions"),
+            ("attach", "PodAttachOptions"),
+            ("portforward", "PodPortForwardOptions"),
+        ] {
+            out.push(sub(stream, options, &["create", "get"]));
+        }
     }
     if kind.status_subresource {
         out.push(sub("status", kind.kind, &["get", "patch", "update"]));

@@ -2,8 +2,8 @@
 //!
 //! kubectl (1.27+) asks `/openapi/v3` whether PATCH of the kind takes the `fieldValidation`
 //! parameter; if so it leaves validation to the server. Each group-version document here
-//! declares exactly that for every kind, with no schemas. This server does not reject unknown
-//! fields, so `fieldValidation=Strict` is accepted but not enforced.
+//! declares exactly that for every kind, with no schemas. The server then judges unknown fields
+//! itself (`store::fields`): `fieldValidation=Strict`, kubectl's default, refuses them.
 //!
 //! Older kubectl (1.20) downloads `/openapi/v2` as protobuf for client-side validation and
 //! skips kinds the document does not describe; it gets a valid, empty document. The PATCH

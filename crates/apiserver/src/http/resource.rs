@@ -16,10 +16,11 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::response::{json as json_response, ok};
 use super::table::{self, Include};
-use super::watch;
+use super::{unknown, watch};
 use crate::error::{ApiError, Reason, success_status};
 use crate::kinds::{self, KindInfo};
-use crate::store::{Part, PatchType, Preconditions, Selectors, patch};
+use crate::store::fields::{self, FieldValidation};
+use crate::store::{DeleteOptions, Part, PatchType, Preconditions, Selectors, WriteOptions, patch};
 
 /// What a resource path names.
 #[derive(Debug)]
@@ -75,10 +76,14 @@ pub fn parse_target(group: &str, version: &str, rest: &str) -> Result<Target, Ap
         (None, _) => {}
         (Some("status"), _) if target.kind.status_subresource => {}
         (Some("binding" | "eviction"), "pods") if target.kind.group.is_empty() => {}
+        (Some(sub), "pods") if target.kind.group.is_empty() && STREAMS.contains(&sub) => {}
         _ => return Err(ApiError::no_route()),
     }
     Ok(target)
 }
+
+/// The pod subresources that stream from a running container, which no simulated pod has.
+const STREAMS: &[&str] = &["log", "exec", "attach", "portforward"];
 
 /// Query parameters, decoded.
 pub type Params = HashMap<String, String>;
@@ -171,13 +176,14 @@ async fn dispatch(
         (&Method::GET, true, None | Some("status")) => req.get(wants_table),
         (&Method::POST, false, None) => req.create(header_str(header::CONTENT_TYPE), body),
         (&Method::POST, true, Some("binding")) => req.bind(body),
-        (&Method::POST, true, Some("eviction")) => req.evict(),
+        (&Method::POST, true, Some("eviction")) => req.evict(body),
         (&Method::PUT, true, None | Some("status")) => {
             req.update(header_str(header::CONTENT_TYPE), body)
         }
         (&Method::PATCH, true, None | Some("status")) => {
             req.patch(header_str(header::CONTENT_TYPE), body)
         }
+        (_, true, Some(sub)) if STREAMS.contains(&sub) => req.no_containers(sub),
         (&Method::DELETE, true, None) => req.delete(body),
         (&Method::DELETE, false, None) => req.delete_collection(),
         _ => Err(ApiError::new(
@@ -248,6 +254,25 @@ impl Request<'_> {
         self.params.get("dryRun").is_some_and(|v| !v.is_empty())
     }
 
+    fn field_validation(&self) -> Result<FieldValidation, ApiError> {
+        FieldValidation::parse(self.params.get("fieldValidation").map(String::as_str))
+            .map_err(ApiError::bad_request)
+    }
+
+    /// See [`unknown::prune_body`].
+    fn prune(&self, object: &mut Value) -> Result<Vec<String>, ApiError> {
+        unknown::prune_body(self.target.kind, self.field_validation()?, object)
+    }
+
+    /// The response to a write, with the warnings `fieldValidation` asks for.
+    fn written(&self, code: StatusCode, object: &Value, unknown: &[String]) -> Response {
+        let mut response = json_response(code, object);
+        if let Ok(validation) = self.field_validation() {
+            unknown::warn(&mut response, validation, unknown);
+        }
+        response
+    }
+
     fn selectors(&self) -> Result<Selectors, ApiError> {
         Selectors::parse(
             self.params.get("labelSelector").map(String::as_str),
@@ -301,22 +326,24 @@ impl Request<'_> {
 
     fn create(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
         self.require_namespace()?;
-        let object = parse_body(content_type, body)?;
+        let mut object = parse_body(content_type, body)?;
+        let unknown = self.prune(&mut object)?;
         let kind = self.target.kind;
         let made = self
             .state
             .store
             .write(self.dry_run(), |s, w| s.create(kind, self.ns(), object, w))?;
-        Ok(json_response(StatusCode::CREATED, &made))
+        Ok(self.written(StatusCode::CREATED, &made, &unknown))
     }
 
     fn update(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
-        let object = parse_body(content_type, body)?;
+        let mut object = parse_body(content_type, body)?;
+        let unknown = self.prune(&mut object)?;
         let (kind, part) = (self.target.kind, self.part());
         let new = self.state.store.write(self.dry_run(), |s, w| {
             s.update(kind, self.ns(), self.name(), object, part, w)
         })?;
-        Ok(ok(&new))
+        Ok(self.written(StatusCode::OK, &new, &unknown))
     }
 
     fn patch(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
@@ -329,35 +356,80 @@ impl Request<'_> {
         let parsed =
             patch::parse(patch_type, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
         let (kind, part) = (self.target.kind, self.part());
-        let (created, new) = self.state.store.write(self.dry_run(), |s, w| {
-            let existed = s.get(kind, self.ns(), self.name()).is_ok();
-            let new = s.patch(kind, self.ns(), self.name(), patch_type, &parsed, part, w)?;
-            Ok((!existed, new))
+        let validation = self.field_validation()?;
+        let (ns, name) = (self.ns(), self.name());
+        let (created, new, unknown) = self.state.store.write(self.dry_run(), |s, w| {
+            let old = s.get(kind, ns, name).ok();
+            let existed = old.is_some();
+            // The fields a patch leaves are judged on the patched object, as Kubernetes does.
+            let probe = WriteOptions {
+                dry_run: true,
+                ..*w
+            };
+            let patched = s.patch(kind, ns, name, patch_type, &parsed, part, &probe)?;
+            let mut pruned = (*patched).clone();
+            let mut unknown = fields::prune_unknown(kind, &mut pruned);
+            // What the stored object already held is not the patch's doing: this server writes
+            // some objects itself (a kubelet's status), and the schema here may be older.
+            if let Some(old) = old.filter(|_| !unknown.is_empty()) {
+                let before = fields::prune_unknown(kind, &mut (*old).clone());
+                unknown.retain(|f| !before.contains(f));
+            }
+            if unknown.is_empty() {
+                let new = s.patch(kind, ns, name, patch_type, &parsed, part, w)?;
+                return Ok((!existed, new, unknown));
+            }
+            if validation == FieldValidation::Strict {
+                return Err(unknown::strict_patch_error(&patched, &unknown));
+            }
+            let new = if existed {
+                s.update(kind, ns, name, pruned, part, w)?
+            } else {
+                s.create(kind, ns, pruned, w)?
+            };
+            Ok((!existed, new, unknown))
         })?;
         let code = if created {
             StatusCode::CREATED
         } else {
             StatusCode::OK
         };
-        Ok(json_response(code, &new))
+        Ok(self.written(code, &new, &unknown))
+    }
+
+    /// The `DeleteOptions` of a request: its body (if any) and the `gracePeriodSeconds` query
+    /// parameter, which wins as in Kubernetes.
+    fn delete_options(&self, options: &Value) -> Result<DeleteOptions, ApiError> {
+        let text = |pointer: &str| {
+            options
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let mut grace = options.get("gracePeriodSeconds").and_then(Value::as_i64);
+        if let Some(param) = self.params.get("gracePeriodSeconds") {
+            grace = Some(param.parse().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "gracePeriodSeconds: invalid value {param:?}: must be an integer"
+                ))
+            })?);
+        }
+        Ok(DeleteOptions {
+            preconditions: Preconditions {
+                uid: text("/preconditions/uid"),
+                resource_version: text("/preconditions/resourceVersion"),
+            },
+            grace_period_seconds: grace,
+        })
     }
 
     fn delete(&self, body: &[u8]) -> Result<Response, ApiError> {
-        // DeleteOptions are optional; only their preconditions matter here.
+        // DeleteOptions are optional; an unreadable body counts as none.
         let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-        let pre = Preconditions {
-            uid: options
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            resource_version: options
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        };
+        let opts = self.delete_options(&options)?;
         let kind = self.target.kind;
         let last = self.state.store.write(self.dry_run(), |s, w| {
-            s.delete(kind, self.ns(), self.name(), &pre, w)
+            s.delete(kind, self.ns(), self.name(), &opts, w)
         })?;
         Ok(ok(&last))
     }
@@ -386,11 +458,38 @@ impl Request<'_> {
         Ok(json_response(StatusCode::CREATED, &success_status(201)))
     }
 
-    fn evict(&self) -> Result<Response, ApiError> {
+    /// `kubectl logs`, `exec`, `attach` and `port-forward`: a clear refusal naming the pod,
+    /// rather than an obscure failure to upgrade. 400 is what kubectl prints as
+    /// `Error from server (BadRequest): <message>`, as it does for a container not started.
+    fn no_containers(&self, sub: &str) -> Result<Response, ApiError> {
+        let ns = self.ns().unwrap_or("");
+        let kind = self.target.kind;
+        self.state
+            .store
+            .read(|s| s.get(kind, Some(ns), self.name()))?;
+        let what = match sub {
+            "log" => "it has no logs",
+            "exec" => "there is nothing to exec into",
+            "attach" => "there is nothing to attach to",
+            _ => "there is no port to forward",
+        };
+        Err(ApiError::bad_request(format!(
+            "volcano up runs no containers: pod {ns}/{} is simulated, {what}",
+            self.name()
+        )))
+    }
+
+    fn evict(&self, body: &[u8]) -> Result<Response, ApiError> {
+        let eviction: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let options = eviction
+            .get("deleteOptions")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let opts = self.delete_options(&options)?;
         let ns = self.ns().unwrap_or("");
         self.state
             .store
-            .write(self.dry_run(), |s, w| s.evict(ns, self.name(), w))?;
+            .write(self.dry_run(), |s, w| s.evict(ns, self.name(), &opts, w))?;
         Ok(json_response(StatusCode::CREATED, &success_status(201)))
     }
 }
@@ -437,6 +536,11 @@ mod tests {
             "a namespaced object needs its namespace"
         );
         assert_eq!(parse("", "namespaces/default/configmaps/c/status"), None);
+        assert_eq!(
+            parse("", "namespaces/default/pods/p/log"),
+            Some(("pods".into(), s("default"), s("p"), s("log")))
+        );
+        assert_eq!(parse("", "namespaces/default/configmaps/c/log"), None);
         assert_eq!(parse("", "namespaces/default/deployments"), None);
         assert_eq!(parse("scheduling.volcano.sh", "namespaces/x/queues"), None);
     }

@@ -9,6 +9,10 @@
 //!   script of `sh -c`), after N seconds → Succeeded;
 //! - otherwise never: it runs until deleted.
 //!
+//! A pod deleted while it runs is marked for deletion by the store (graceful deletion); its
+//! kubelet stops it, waits the termination time (how long the simulated containers take to
+//! exit on SIGTERM) and confirms the deletion with grace period 0, as a real kubelet does.
+//!
 //! Pods on other nodes are left alone. Status writes go through the store, so watchers see
 //! them as MODIFIED events. Time is tokio time: tests may pause and advance it. A pod found
 //! already Running (after a restart of the kubelets) is given its whole duration again from
@@ -29,8 +33,9 @@ pub use status::{node_ip, node_object, pod_ip, running, terminated};
 use crate::error::ApiError;
 use crate::kinds;
 use crate::shared::{SharedStore, WatchEvent};
+use crate::store::graceful::is_terminating;
 use crate::store::meta::meta_str;
-use crate::store::{ChangeType, Part, Selectors};
+use crate::store::{ChangeType, DeleteOptions, Part, Preconditions, Selectors};
 
 /// Annotation: how long the pod runs before it succeeds (Go duration, `30s`, `1h30m`).
 pub const DURATION_ANNOTATION: &str = "sim.volcano-rs.io/duration";
@@ -113,6 +118,10 @@ impl Default for KubeletOptions {
     }
 }
 
+/// How long a simulated pod takes to stop once deleted, unless
+/// [`Kubelets::start_with_termination`] says otherwise.
+pub const DEFAULT_TERMINATION: Duration = Duration::from_millis(200);
+
 /// Creates the Node objects of these nodes; nodes that already exist are left as they are.
 pub fn register_nodes(store: &SharedStore, nodes: &[NodeSpec]) -> Result<(), ApiError> {
     for (index, spec) in nodes.iter().enumerate() {
@@ -139,11 +148,23 @@ impl Drop for Kubelets {
 }
 
 impl Kubelets {
-    /// Registers the nodes and starts their kubelets on the current tokio runtime.
+    /// Registers the nodes and starts their kubelets on the current tokio runtime; a deleted
+    /// pod takes [`DEFAULT_TERMINATION`] to stop.
     pub async fn start(
         store: SharedStore,
         nodes: &[NodeSpec],
         opts: KubeletOptions,
+    ) -> Result<Kubelets, ApiError> {
+        Self::start_with_termination(store, nodes, opts, DEFAULT_TERMINATION).await
+    }
+
+    /// [`Kubelets::start`] with the time a deleted pod takes to stop before its kubelet
+    /// confirms the deletion.
+    pub async fn start_with_termination(
+        store: SharedStore,
+        nodes: &[NodeSpec],
+        opts: KubeletOptions,
+        termination: Duration,
     ) -> Result<Kubelets, ApiError> {
         register_nodes(&store, nodes)?;
         let ours: HashMap<String, NodeState> = nodes
@@ -151,7 +172,7 @@ impl Kubelets {
             .enumerate()
             .map(|(index, n)| (n.name.clone(), NodeState { index, started: 0 }))
             .collect();
-        let task = tokio::spawn(run(store, ours, opts));
+        let task = tokio::spawn(run(store, ours, opts, termination));
         Ok(Kubelets { task })
     }
 
@@ -172,17 +193,28 @@ struct Kubelet {
     store: SharedStore,
     nodes: HashMap<String, NodeState>,
     opts: KubeletOptions,
-    /// Pod uid to the task running it.
+    /// How long a deleted pod takes to stop.
+    termination: Duration,
+    /// Pod uid to the task running it, or once deleted, to the task stopping it.
     pods: HashMap<String, JoinHandle<()>>,
+    /// Pods being stopped.
+    stopping: HashSet<String>,
 }
 
 /// Watches all pods and runs those bound to our nodes.
-async fn run(store: SharedStore, nodes: HashMap<String, NodeState>, opts: KubeletOptions) {
+async fn run(
+    store: SharedStore,
+    nodes: HashMap<String, NodeState>,
+    opts: KubeletOptions,
+    termination: Duration,
+) {
     let mut kubelet = Kubelet {
         store,
         nodes,
         opts,
+        termination,
         pods: HashMap::new(),
+        stopping: HashSet::new(),
     };
     loop {
         // A watch from no resourceVersion starts with every current pod, so when a watch ends
@@ -212,6 +244,7 @@ async fn run(store: SharedStore, nodes: HashMap<String, NodeState>, opts: Kubele
             }
             keep
         });
+        kubelet.stopping.retain(|uid| present.contains(uid));
         while let Some(event) = watch.next().await {
             kubelet.handle(&event);
         }
@@ -226,6 +259,7 @@ impl Kubelet {
             if let Some(task) = self.pods.remove(&uid) {
                 task.abort();
             }
+            self.stopping.remove(&uid);
             return;
         }
         let node_name = object
@@ -239,6 +273,16 @@ impl Kubelet {
         let Some(node) = self.nodes.get_mut(node_name) else {
             return;
         };
+        if is_terminating(object) {
+            if self.stopping.insert(uid.clone()) {
+                if let Some(task) = self.pods.remove(&uid) {
+                    task.abort();
+                }
+                let stop = stop(self.store.clone(), object.clone(), self.termination);
+                self.pods.insert(uid, tokio::spawn(stop));
+            }
+            return;
+        }
         if self.pods.contains_key(&uid) || !matches!(phase, "Pending" | "Running") {
             return;
         }
@@ -261,6 +305,24 @@ impl Drop for Kubelet {
             task.abort();
         }
     }
+}
+
+/// Stops a pod marked for deletion: its containers take `termination` to exit, then the
+/// kubelet confirms the deletion with grace period 0, for this very pod (its uid).
+async fn stop(store: SharedStore, pod: std::sync::Arc<Value>, termination: Duration) {
+    tokio::time::sleep(termination).await;
+    let opts = DeleteOptions {
+        preconditions: Preconditions {
+            uid: Some(meta_str(&pod, "uid").to_string()),
+            resource_version: None,
+        },
+        grace_period_seconds: Some(0),
+    };
+    let (ns, name) = (meta_str(&pod, "namespace"), meta_str(&pod, "name"));
+    // Gone already (deleted with grace 0 by someone else) is the outcome wanted.
+    let _ = store.write(false, |s, w| {
+        s.delete(kinds::pods(), Some(ns), name, &opts, w)
+    });
 }
 
 /// One pod's life on a simulated node.

@@ -208,6 +208,7 @@ pub fn terminated(pod: &Value, exit_code: i32, now: i64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::fields::prune_unknown;
 
     #[test]
     fn nodes_carry_capacity_and_gpus() {
@@ -241,5 +242,20 @@ mod tests {
             "Error"
         );
         assert_eq!(done["podIP"], "10.244.0.2");
+    }
+
+    #[test]
+    fn the_status_written_is_all_known_to_the_pod_schema() {
+        let spec = json!({"containers": [{"name": "c", "image": "i"}],
+                          "initContainers": [{"name": "init", "image": "i"}]});
+        let pod = json!({"metadata": {"uid": "u", "name": "p"}, "spec": spec,
+                         "status": {"phase": "Pending"}});
+        let run = running(&pod, "10.0.0.1", "10.244.0.2", 100);
+        let mut pod = json!({"metadata": {"uid": "u", "name": "p"}, "spec": spec, "status": run});
+        let done = terminated(&pod, 0, 200);
+        let pods = crate::kinds::pods();
+        assert_eq!(prune_unknown(pods, &mut pod), Vec::<String>::new());
+        let mut pod = json!({"metadata": {"uid": "u", "name": "p"}, "spec": spec, "status": done});
+        assert_eq!(prune_unknown(pods, &mut pod), Vec::<String>::new());
     }
 }

@@ -150,3 +150,55 @@ async fn a_pod_bound_later_starts() {
         ["Pending", "Running", "Succeeded"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_running_pod_is_stopped_then_removed_by_its_kubelet() {
+    let (store, _kubelets, mut watch) = start().await;
+    // Would succeed after 5 s if it were not deleted.
+    store
+        .create(
+            "pods",
+            Some("default"),
+            pod("p", "n1", json!(["sleep", "5"]), json!({})),
+        )
+        .unwrap();
+    phases_until(&mut watch, "p", "Running").await;
+    let t0 = tokio::time::Instant::now();
+    let marked = store.delete("pods", Some("default"), "p").unwrap();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    let mut seen = Vec::new();
+    let watching = async {
+        while let Some(event) = watch.next().await {
+            let terminating = !meta_str(&event.object, "deletionTimestamp").is_empty();
+            seen.push((event.change, terminating));
+            if event.change == ChangeType::Deleted {
+                break;
+            }
+        }
+    };
+    // Without a kubelet to confirm, the pod would stay; a minute of simulated time says so.
+    let _ = tokio::time::timeout(Duration::from_secs(60), watching).await;
+    assert_eq!(
+        seen,
+        [(ChangeType::Modified, true), (ChangeType::Deleted, true)],
+        "the pod is marked, then deleted, and never finishes in between"
+    );
+    assert_eq!(t0.elapsed(), DEFAULT_TERMINATION);
+    assert!(store.get("pods", Some("default"), "p").is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_on_a_node_without_kubelet_stays_terminating() {
+    let (store, _kubelets, _watch) = start().await;
+    store
+        .create(
+            "pods",
+            Some("default"),
+            pod("away", "elsewhere", json!(["sleep", "5"]), json!({})),
+        )
+        .unwrap();
+    store.delete("pods", Some("default"), "away").unwrap();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    let away = store.get("pods", Some("default"), "away").unwrap();
+    assert!(!meta_str(&away, "deletionTimestamp").is_empty());
+}

@@ -20,8 +20,8 @@ use volcano_controllers::admission::{
     self, AdmissionError, check_leaf_queue, check_queue, check_queue_deletion, validate_job_update,
 };
 
-use super::Store;
 use super::meta::meta_str;
+use super::{Store, validate};
 use crate::error::{ApiError, Reason};
 use crate::kinds::{self, KindInfo};
 
@@ -32,8 +32,12 @@ fn is_volcano_job(kind: &KindInfo) -> bool {
 }
 
 fn denied(e: &AdmissionError) -> ApiError {
+    denied_with(&e.to_string())
+}
+
+fn denied_with(why: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "admission webhook \"{VALIDATING_WEBHOOK}\" denied the request: {e}"
+        "admission webhook \"{VALIDATING_WEBHOOK}\" denied the request: {why}"
     ))
 }
 
@@ -63,6 +67,65 @@ fn default_in_place(kind: &KindInfo, object: &mut Value) -> Result<Job, ApiError
     Ok(job)
 }
 
+/// The part of Kubernetes' pod template validation Volcano's webhook runs on each task that
+/// the API server would otherwise refuse only when the pods are created: the containers'
+/// resources, after the defaulting of requests from limits. Worded as Volcano's
+/// `validateTaskTemplate`: `spec.task[0].template.spec.containers[0].resources.limits:
+/// Required value: ... `.
+fn check_templates(object: &Value) -> Result<(), ApiError> {
+    let tasks = object.pointer("/spec/tasks").and_then(Value::as_array);
+    let mut message = String::new();
+    for (index, task) in tasks.into_iter().flatten().enumerate() {
+        let mut spec = task
+            .pointer("/template/spec")
+            .cloned()
+            .unwrap_or(Value::Null);
+        default_requests(&mut spec);
+        let errors = validate::pod_spec_errors(kinds::pods(), &spec, "template.spec")
+            .map_err(|e| denied_with(&e.message))?;
+        if !errors.is_empty() {
+            message.push_str(&format!("spec.task[{index}]."));
+            for e in errors {
+                message.push_str(&format!("{e}. "));
+            }
+        }
+    }
+    if message.is_empty() {
+        Ok(())
+    } else {
+        Err(denied_with(&message))
+    }
+}
+
+/// Kubernetes' defaulting of a missing request to the limit of the same resource.
+fn default_requests(spec: &mut Value) {
+    for list in ["initContainers", "containers"] {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for c in containers {
+            let Some(limits) = c
+                .pointer("/resources/limits")
+                .and_then(Value::as_object)
+                .cloned()
+            else {
+                continue;
+            };
+            let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let requests = resources
+                .entry("requests")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Some(requests) = requests.as_object_mut() {
+                for (name, qty) in limits {
+                    requests.entry(name).or_insert(qty);
+                }
+            }
+        }
+    }
+}
+
 impl Store {
     /// Defaults and validates a Job being created; other kinds pass untouched.
     pub(super) fn admit_create(&self, kind: &KindInfo, object: &mut Value) -> Result<(), ApiError> {
@@ -71,6 +134,7 @@ impl Store {
         }
         let job = default_in_place(kind, object)?;
         admission::validate_job(&job).map_err(|e| denied(&e))?;
+        check_templates(object)?;
         let queues = self.queues();
         let name = job.spec.queue.as_str();
         let queue = queues
@@ -142,5 +206,36 @@ impl Store {
             .values()
             .filter_map(|q| custom_resource::from_value((**q).clone()).ok())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::kinds;
+    use crate::store::{Store, StoreOptions, WriteOptions};
+
+    fn job(name: &str, resources: serde_json::Value) -> serde_json::Value {
+        json!({"metadata": {"name": name}, "spec": {"queue": "default", "tasks": [{"name": "t",
+            "replicas": 1, "template": {"spec": {"containers": [
+                {"name": "c", "image": "busybox", "resources": resources}]}}}]}})
+    }
+
+    #[test]
+    fn a_task_asking_an_extended_resource_without_limit_is_denied_as_volcano_does() {
+        let mut s = Store::new(StoreOptions::default(), 0);
+        let jobs = kinds::find("jobs").unwrap();
+        let w = WriteOptions::default();
+        let bad = job("bad", json!({"requests": {"nvidia.com/gpu": "1"}}));
+        let e = s.create(jobs, Some("default"), bad, &w).unwrap_err();
+        assert_eq!(e.code(), 400);
+        assert_eq!(
+            e.message,
+            "admission webhook \"validatejob.volcano.sh\" denied the request: spec.task[0].template.spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources. "
+        );
+        // A limit alone is the request too.
+        let good = job("good", json!({"limits": {"nvidia.com/gpu": "1"}}));
+        s.create(jobs, Some("default"), good, &w).unwrap();
     }
 }

@@ -1,8 +1,8 @@
 //! Object metadata the server owns: uids, generated names, name validation.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::kinds::KindInfo;
 
 /// Generates uids and `generateName` suffixes from a seeded counter: unique within a store,
@@ -88,10 +88,10 @@ pub fn validate_name(kind: &KindInfo, name: &str) -> Result<(), ApiError> {
          regex used for validation is \
          '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     };
-    Err(ApiError::invalid(
+    Err(ApiError::invalid_fields(
         kind,
         name,
-        &format!("metadata.name: Invalid value: \"{name}\": {why}"),
+        vec![FieldError::invalid("metadata.name", json!(name), why)],
     ))
 }
 

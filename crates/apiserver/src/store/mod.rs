@@ -9,16 +9,22 @@
 //! Semantics follow the Kubernetes API server where a client can observe them: optimistic
 //! concurrency on resourceVersion, no-op writes that do not bump it, status subresources,
 //! `generateName`, generation bumps on spec changes, namespace existence, namespace deletion
-//! and ownerReference garbage collection. Deletion is always immediate (no grace periods,
-//! finalizers are not waited for).
+//! and ownerReference garbage collection. A pod bound to a node and not finished is deleted
+//! gracefully: marked with `deletionTimestamp` until its kubelet deletes it with grace 0. Other
+//! deletions are immediate (finalizers are not waited for); the garbage collector deletes pods
+//! gracefully too, namespace deletion removes them at once.
 
 mod admission;
 pub mod convert;
 pub mod defaults;
+pub mod fields;
+pub mod graceful;
 pub mod history;
 pub mod meta;
 pub mod patch;
+pub mod schema_check;
 pub mod selector;
+pub mod validate;
 mod write;
 
 #[cfg(test)]
@@ -84,6 +90,16 @@ pub struct Preconditions {
     pub uid: Option<String>,
     /// The object must have this resourceVersion.
     pub resource_version: Option<String>,
+}
+
+/// How to delete (`DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// What the object must be.
+    pub preconditions: Preconditions,
+    /// `gracePeriodSeconds`: how long a bound, running pod may take to stop before it is gone;
+    /// None takes the pod's `terminationGracePeriodSeconds`, 0 deletes at once.
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// Key of an object within its kind: (namespace, name); namespace empty for cluster scope.

@@ -330,7 +330,7 @@ fn owner_references_are_garbage_collected() {
         kind("jobs"),
         Some("default"),
         "j",
-        &Preconditions::default(),
+        &DeleteOptions::default(),
         &w(),
     )
     .unwrap();
@@ -359,15 +359,18 @@ fn deleting_a_namespace_deletes_its_objects() {
         kinds::namespaces(),
         None,
         "team",
-        &Preconditions::default(),
+        &DeleteOptions::default(),
         &w(),
     )
     .unwrap();
     assert!(s.get(kinds::pods(), Some("team"), "a").is_err());
     assert!(s.get(kinds::pods(), Some("default"), "a").is_ok());
-    let pre = Preconditions {
-        uid: Some("other".into()),
-        resource_version: None,
+    let pre = DeleteOptions {
+        preconditions: Preconditions {
+            uid: Some("other".into()),
+            resource_version: None,
+        },
+        grace_period_seconds: None,
     };
     let e = s
         .delete(kinds::pods(), Some("default"), "a", &pre, &w())
@@ -422,8 +425,16 @@ fn binding_sets_node_once() {
         s.bind("default", "zz", &binding, &w()).unwrap_err().code(),
         404
     );
-    s.evict("default", "a", &w()).unwrap();
-    assert_eq!(s.evict("default", "a", &w()).unwrap_err().code(), 404);
+    // A bound pod is evicted gracefully: marked first, gone once deleted with grace 0.
+    s.evict("default", "a", &DeleteOptions::default(), &w())
+        .unwrap();
+    assert!(s.get(kinds::pods(), Some("default"), "a").is_ok());
+    let now = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..DeleteOptions::default()
+    };
+    s.evict("default", "a", &now, &w()).unwrap();
+    assert_eq!(s.evict("default", "a", &now, &w()).unwrap_err().code(), 404);
 }
 
 #[test]
@@ -500,7 +511,7 @@ fn events_are_shared_between_the_core_and_events_apis() {
     );
     let changes = s.take_changes();
     assert!(changes.iter().all(|c| std::ptr::eq(c.kind, core)));
-    s.delete(api, Some("default"), "p.1", &Preconditions::default(), &w())
+    s.delete(api, Some("default"), "p.1", &DeleteOptions::default(), &w())
         .unwrap();
     assert!(s.get(core, Some("default"), "p.1").is_err());
 }

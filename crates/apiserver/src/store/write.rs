@@ -9,8 +9,9 @@ use super::convert;
 use super::defaults::{self, Priorities};
 use super::meta::{self, ensure_object, meta_mut, meta_str};
 use super::patch::{self, PatchError, PatchType};
-use super::{Part, Preconditions, Selectors, Store, WriteOptions, scope};
-use crate::error::{ApiError, Details, Reason};
+use super::{DeleteOptions, Part, Preconditions, Selectors, Store, WriteOptions, graceful, scope};
+use super::{schema_check, validate};
+use crate::error::{ApiError, Details, FieldError, Reason};
 use crate::kinds::{self, KindInfo};
 use crate::time::format_rfc3339;
 
@@ -134,10 +135,13 @@ impl Store {
         if name.is_empty() {
             let prefix = meta_str(&object, "generateName").to_string();
             if prefix.is_empty() {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_fields(
                     kind,
                     "",
-                    "metadata.name: Required value: name or generateName is required",
+                    vec![FieldError::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
                 ));
             }
             // Retry on the rare collision, as the real server's clients do.
@@ -163,6 +167,10 @@ impl Store {
             global_default: self.global_default_priority(),
         };
         defaults::on_create(kind, &mut object, &priorities)?;
+        if kind.group.is_empty() && kind.resource == "pods" {
+            validate::pod(kind, &object)?;
+        }
+        schema_check::custom_resource(kind, &object)?;
         self.admit_create(kind, &mut object)?;
         let m = meta_mut(&mut object);
         for field in SERVER_META {
@@ -275,6 +283,7 @@ impl Store {
         part: Part,
         w: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
+        schema_check::custom_resource(kind, &new)?;
         match part {
             Part::Status => {
                 let mut only_status = (*old).clone();
@@ -300,7 +309,7 @@ impl Store {
     }
 
     /// Stores `new` in place of `old` with a new resourceVersion.
-    fn write(
+    pub(super) fn write(
         &mut self,
         kind: &'static KindInfo,
         ns: Option<&str>,
@@ -324,44 +333,61 @@ impl Store {
     }
 
     /// Deletes an object and, recursively, what it owns and (for a namespace) what it holds.
-    /// Returns the object's last state.
+    /// A pod bound to a node and still running is only marked for deletion, until its kubelet
+    /// confirms (see [`DeleteOptions`]). Returns the object's last (or marked) state.
     pub fn delete(
         &mut self,
         kind: &'static KindInfo,
         ns: Option<&str>,
         name: &str,
-        pre: &Preconditions,
+        opts: &DeleteOptions,
         w: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
         let old = self.stored(kind, ns, name)?;
-        let checks = [
-            ("UID", pre.uid.as_deref(), meta_str(&old, "uid")),
-            (
-                "ResourceVersion",
-                pre.resource_version.as_deref(),
-                meta_str(&old, "resourceVersion"),
-            ),
-        ];
-        for (what, want, have) in checks {
-            if let Some(want) = want.filter(|w| *w != have) {
-                let why = format!(
-                    "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
-                );
-                return Err(ApiError::conflict(kind, name, &why));
-            }
+        check_preconditions(kind, name, &old, &opts.preconditions)?;
+        if let Some(grace) = graceful::grace_period(kind, &old, opts.grace_period_seconds) {
+            return self.mark_deleted(kind, ns, name, old, grace, w);
         }
         self.admit_delete(kind, &old)?;
         if w.dry_run {
             return Ok(convert::to_view(kind, &old));
         }
         if kind.resource == "namespaces" && kind.group.is_empty() {
-            self.empty_namespace(name);
+            self.empty_namespace(name, w);
         }
         let last = self.remove(kind, (scope(kind, ns), name.to_string()), old);
-        self.collect_garbage(&last);
+        self.collect_garbage(&last, w);
         Ok(convert::to_view(kind, &last))
     }
+}
 
+/// Refuses a delete whose preconditions the stored object does not meet.
+fn check_preconditions(
+    kind: &KindInfo,
+    name: &str,
+    old: &Value,
+    pre: &Preconditions,
+) -> Result<(), ApiError> {
+    let checks = [
+        ("UID", pre.uid.as_deref(), meta_str(old, "uid")),
+        (
+            "ResourceVersion",
+            pre.resource_version.as_deref(),
+            meta_str(old, "resourceVersion"),
+        ),
+    ];
+    for (what, want, have) in checks {
+        if let Some(want) = want.filter(|w| *w != have) {
+            let why = format!(
+                "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
+            );
+            return Err(ApiError::conflict(kind, name, &why));
+        }
+    }
+    Ok(())
+}
+
+impl Store {
     /// Deletes every selected object of a kind in one namespace or all.
     pub fn delete_collection(
         &mut self,
@@ -374,7 +400,7 @@ impl Store {
         let mut deleted = Vec::new();
         for item in items {
             let (ns, name) = (meta_str(&item, "namespace"), meta_str(&item, "name"));
-            match self.delete(kind, Some(ns), name, &Preconditions::default(), w) {
+            match self.delete(kind, Some(ns), name, &DeleteOptions::default(), w) {
                 Ok(last) => deleted.push(last),
                 // Already collected as the dependent of an earlier item.
                 Err(e) if e.is_not_found() => {}
@@ -393,7 +419,7 @@ impl Store {
     }
 
     /// Deletes everything in a namespace, as the namespace controller would.
-    fn empty_namespace(&mut self, ns: &str) {
+    fn empty_namespace(&mut self, ns: &str, w: &WriteOptions) {
         for kind in kinds::KINDS
             .iter()
             .filter(|k| k.namespaced && !convert::is_view(k))
@@ -407,14 +433,16 @@ impl Store {
                     .cloned()
                 {
                     let last = self.remove(kind, key, current);
-                    self.collect_garbage(&last);
+                    self.collect_garbage(&last, w);
                 }
             }
         }
     }
 
     /// Deletes the dependents of a deleted object whose owners are now all gone, recursively.
-    fn collect_garbage(&mut self, deleted: &Value) {
+    /// A bound, running pod among them is deleted gracefully, as the garbage collector's
+    /// delete is: it goes when its kubelet confirms.
+    fn collect_garbage(&mut self, deleted: &Value, w: &WriteOptions) {
         let mut queue = vec![meta_str(deleted, "uid").to_string()];
         while let Some(uid) = queue.pop() {
             let Some(dependents) = self.dependents.get(&uid).cloned() else {
@@ -431,7 +459,15 @@ impl Store {
                 {
                     continue;
                 }
-                let last = self.remove(&kinds::KINDS[idx], key, object);
+                let kind = &kinds::KINDS[idx];
+                if let Some(grace) = graceful::grace_period(kind, &object, None) {
+                    let (ns, name) = (key.0.clone(), key.1.clone());
+                    // Marking a stored object for deletion cannot fail; if it did, the pod
+                    // would simply stay, as with a garbage collector that has not got to it.
+                    let _ = self.mark_deleted(kind, Some(&ns), &name, object, grace, w);
+                    continue;
+                }
+                let last = self.remove(kind, key, object);
                 queue.push(meta_str(&last, "uid").to_string());
             }
         }
@@ -452,10 +488,14 @@ impl Store {
             .unwrap_or("");
         let target_kind = binding.pointer("/target/kind").and_then(Value::as_str);
         if node.is_empty() || target_kind.is_some_and(|k| !k.is_empty() && k != "Node") {
-            return Err(ApiError::invalid(
+            return Err(ApiError::invalid_fields(
                 pods,
                 name,
-                "target: Invalid value: a binding must target a Node by name",
+                vec![FieldError::invalid(
+                    "target",
+                    binding.get("target").cloned().unwrap_or(Value::Null),
+                    "a binding must target a Node by name",
+                )],
             ));
         }
         let old = self.stored(pods, Some(ns), name)?;
@@ -469,11 +509,12 @@ impl Store {
                 message: format!(
                     "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{bound}\""
                 ),
-                details: Some(Details {
+                details: Some(Box::new(Details {
                     name: name.to_string(),
                     group: String::new(),
                     kind: "pods/binding".to_string(),
-                }),
+                    causes: Vec::new(),
+                })),
             });
         }
         let mut pod = (*old).clone();
@@ -508,9 +549,16 @@ impl Store {
         self.write(pods, Some(ns), name, old, pod, w)
     }
 
-    /// Evicts a pod (`pods/{name}/eviction`): deletes it. There are no disruption budgets.
-    pub fn evict(&mut self, ns: &str, name: &str, w: &WriteOptions) -> Result<(), ApiError> {
-        self.delete(kinds::pods(), Some(ns), name, &Preconditions::default(), w)
+    /// Evicts a pod (`pods/{name}/eviction`): deletes it, gracefully as a delete would. There
+    /// are no disruption budgets.
+    pub fn evict(
+        &mut self,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        w: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        self.delete(kinds::pods(), Some(ns), name, opts, w)
             .map(|_| ())
     }
 

@@ -56,6 +56,18 @@ pub async fn raw(
     content_type: &str,
     body: &[u8],
 ) -> (u16, String) {
+    let (code, _, body) = raw_with_headers(server, method, path, content_type, body).await;
+    (code, body)
+}
+
+/// [`raw`], also returning the response's header lines.
+pub async fn raw_with_headers(
+    server: &LocalApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(server.addr())
         .await
@@ -75,9 +87,6 @@ pub async fn raw(
         .nth(1)
         .and_then(|c| c.parse().ok())
         .expect("a status line");
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (code, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (code, head.to_string(), body.to_string())
 }
