@@ -204,10 +204,19 @@ async fn kubectl_apply_get_label_describe_delete() {
     assert!(!selected.contains("/default"), "{selected}");
     let described = run(vec!["describe", "vcjob", "test-job"]).await.unwrap();
     check(described, &["Name:", "test-job", "Min Available:"]);
-    let deleted = run(vec!["delete", "-f", "job.yaml", "-f", "queues.yaml"])
+    let (ok, deleted) = run(vec!["delete", "-f", "job.yaml", "-f", "queues.yaml"])
         .await
         .unwrap();
-    check(deleted, &["\"test-job\" deleted", "\"research\" deleted"]);
+    // The default queue stays, as a cluster with deploy/'s queue protection keeps it.
+    assert!(!ok, "deleting the default queue succeeded:\n{deleted}");
+    for want in [
+        "\"test-job\" deleted",
+        "\"research\" deleted",
+        "(Forbidden)",
+        "`default` queue can not be deleted",
+    ] {
+        assert!(deleted.contains(want), "missing {want:?} in:\n{deleted}");
+    }
     let none = run(vec!["get", "vcjob"]).await.unwrap();
     check(none, &["No resources found"]);
 

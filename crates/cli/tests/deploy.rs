@@ -426,7 +426,6 @@ fn controllers_get_exactly_what_they_use() {
         expected(&[
             ("batch.volcano.sh", &["jobs"], &["list", "watch", "delete"]),
             ("batch.volcano.sh", &["jobs/status"], &["patch"]),
-            ("batch.volcano.sh", &["jobs/finalizers"], &["update"]),
             (
                 "",
                 &["pods"],

@@ -317,8 +317,9 @@ impl ControllerManager {
     pub fn refused(&mut self, key: &WorkKey, refusal: &Refusal, now: Instant) {
         match key {
             WorkKey::Job(k) => {
-                let e = self.jobs.refused(k, refusal, now);
-                self.events.push(e);
+                if let Some(e) = self.jobs.refused(k, refusal, now) {
+                    self.events.push(e);
+                }
             }
             other => self.finish(other, false, now),
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use volcano_api::event::EventType;
 use volcano_controllers::admission;
 use volcano_controllers::change::Change;
-use volcano_controllers::job::controller::{REFUSED_RETRY, Refusal};
+use volcano_controllers::job::controller::{REFUSED_FIRST_RETRY, REFUSED_RETRY, Refusal};
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant;
@@ -37,13 +37,22 @@ spec:
         - {name: main, image: x, resources: {requests: {cpu: "1"}}}
 "#;
 
-fn refusal() -> Refusal {
-    Refusal {
-        reason: "FailedCreate",
-        what: "create Pod default/gpu-worker-0".into(),
-        message: "Pod \"gpu-worker-0\" is invalid: spec.containers[0].resources.limits: \
-                  Required value: Limit must be set for non overcommitable resources (422 Invalid)"
-            .into(),
+fn refusal(round: usize) -> Refusal {
+    if round < 10 {
+        Refusal {
+            reason: "FailedCreate",
+            what: "create Pod default/gpu-worker-0".into(),
+            message: "Pod \"gpu-worker-0\" is invalid: spec.containers[0].resources.limits: \
+                      Required value: Limit must be set for non overcommitable resources (422 \
+                      Invalid)"
+                .into(),
+        }
+    } else {
+        Refusal {
+            reason: "FailedCreate",
+            what: "create Pod default/gpu-worker-0".into(),
+            message: "pods \"gpu-worker-0\" is forbidden: exceeded quota (403 Forbidden)".into(),
+        }
     }
 }
 
@@ -67,11 +76,14 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
     m.relist(&view);
     let mut now = Instant(Duration::from_secs(100));
     let mut told = Vec::new();
-    // Ten refusals in a row: with the fast retry budget of 3, the job would have been
-    // terminated after the fourth.
-    for round in 0..10 {
+    // Twelve refusals in a row: with the fast retry budget of 3, the job would have been
+    // terminated after the fourth. The first ten are one refusal, the last two another.
+    let mut wait = REFUSED_FIRST_RETRY;
+    for round in 0..12 {
         let work = loop {
-            let w = m.next(&view, now).unwrap_or_else(|| panic!("round {round}: no turn due"));
+            let w = m
+                .next(&view, now)
+                .unwrap_or_else(|| panic!("round {round}: no turn due"));
             if let WorkKey::Events = w.key {
                 told.extend(w.changes.into_iter().filter_map(|c| match c {
                     Change::Event(e) => Some(e),
@@ -86,18 +98,20 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
             "round {round}: {:?}",
             work.key
         );
-        m.refused(&work.key, &refusal(), now);
-        // Told at once, before any retry.
-        let events = m.next(&view, now).expect("the event is the next turn");
-        assert!(matches!(events.key, WorkKey::Events));
-        told.extend(events.changes.into_iter().filter_map(|c| match c {
-            Change::Event(e) => Some(e),
-            _ => None,
-        }));
-        assert_eq!(told.len(), round + 1, "one event per refused attempt");
-        // Not retried at once: the job's next turn is REFUSED_RETRY away (the queue
-        // controller's own turns may come first).
-        let soon = now.after(Duration::from_secs(1));
+        m.refused(&work.key, &refusal(round), now);
+        // Told at once, before any retry, and once for one refusal in a row.
+        if round == 0 || round == 10 {
+            let events = m.next(&view, now).expect("the event is the next turn");
+            assert!(matches!(events.key, WorkKey::Events));
+            told.extend(events.changes.into_iter().filter_map(|c| match c {
+                Change::Event(e) => Some(e),
+                _ => None,
+            }));
+        }
+        assert_eq!(told.len(), if round < 10 { 1 } else { 2 }, "round {round}");
+        // Not retried at once: the job's next turn waits, longer each time up to
+        // REFUSED_RETRY (the queue controller's own turns may come first).
+        let soon = now.after(Duration::from_millis(100));
         while let Some(other) = m.next(&view, soon) {
             assert!(
                 !matches!(other.key, WorkKey::Job(_)),
@@ -105,9 +119,11 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
             );
             m.finish(&other.key, true, soon);
         }
-        assert_eq!(m.next_due(), Some(now.after(REFUSED_RETRY)));
-        now = now.after(REFUSED_RETRY);
+        assert_eq!(m.next_due(), Some(now.after(wait)), "round {round}");
+        now = now.after(wait);
+        wait = (wait * 2).min(REFUSED_RETRY);
     }
+    assert_eq!(wait, REFUSED_RETRY);
     let first = &told[0];
     assert_eq!(first.object, "Job/default/gpu");
     assert_eq!(first.type_, EventType::Warning);
@@ -117,6 +133,7 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
         "{}",
         first.message
     );
+    assert!(told[1].message.contains("exceeded quota"), "{told:?}");
     assert!(
         told.iter().all(|e| e.reason == "FailedCreate"),
         "the job was given up on: {told:?}"

@@ -1,5 +1,6 @@
-//! Faults against the local control plane: restarts, a second replica, a conflict storm. What
-//! must hold: nothing lost, nothing bound twice, no event repeated, memory bounded.
+//! Faults: restarts, a second replica, a conflict storm (in both tiers), refused writes (the
+//! local control plane's fault injection). What must hold: nothing lost, nothing bound twice,
+//! no event repeated, memory bounded.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -65,9 +66,13 @@ async fn event_count(client: &kube::Client) -> usize {
         .len()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice() {
-    let cluster = Cluster::start(2).await;
+both_tiers!(
+    a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice,
+    2,
+    super::a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice
+);
+
+async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice(cluster: Cluster) {
     let client = cluster.client();
     let ctl = cluster.controllers("ctl");
     // Eight slots, sixteen one-CPU jobs of two seconds: two waves.
@@ -94,9 +99,13 @@ async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice() {
     ctl.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_controller_restart_emits_no_new_event_for_running_jobs() {
-    let cluster = Cluster::start(2).await;
+both_tiers!(
+    a_controller_restart_emits_no_new_event_for_running_jobs,
+    2,
+    super::a_controller_restart_emits_no_new_event_for_running_jobs
+);
+
+async fn a_controller_restart_emits_no_new_event_for_running_jobs(cluster: Cluster) {
     let client = cluster.client();
     let ctl = cluster.controllers("ctl-a");
     let sched = cluster.scheduler("sched", false);
@@ -129,9 +138,13 @@ async fn a_controller_restart_emits_no_new_event_for_running_jobs() {
     ctl.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over() {
-    let cluster = Cluster::start(2).await;
+both_tiers!(
+    two_scheduler_replicas_never_both_bind_and_the_standby_takes_over,
+    2,
+    super::two_scheduler_replicas_never_both_bind_and_the_standby_takes_over
+);
+
+async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over(cluster: Cluster) {
     let client = cluster.client();
     let ctl = cluster.controllers("ctl");
     let a = cluster.scheduler("sched-a", true);
@@ -163,9 +176,13 @@ async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over() {
     ctl.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded() {
-    let cluster = Cluster::start(2).await;
+both_tiers!(
+    a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded,
+    2,
+    super::a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded
+);
+
+async fn a_conflict_storm_on_queue_status_leaves_the_work_queues_bounded(cluster: Cluster) {
     let client = cluster.client();
     let ctl = cluster.controllers("ctl");
     let sched = cluster.scheduler("sched", false);

@@ -28,6 +28,8 @@ pub mod validate;
 mod write;
 
 #[cfg(test)]
+mod orphans_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -184,8 +184,26 @@ impl Store {
         }
         let rv = self.next_rv();
         meta_mut(&mut object).insert("resourceVersion".into(), json!(rv.to_string()));
-        let made = self.commit(kind, key, object, super::ChangeType::Added, None);
-        Ok(convert::to_view(kind, &made))
+        let made = self.commit(kind, key.clone(), object, super::ChangeType::Added, None);
+        let view = convert::to_view(kind, &made);
+        self.collect_if_orphaned(kind, key, made);
+        Ok(view)
+    }
+
+    /// Deletes an object created with owners none of which exists any more, as Kubernetes'
+    /// garbage collector does moments later: a controller acting on a stale view (a Job
+    /// deleted right after it was created) must not leave pods and PodGroups behind.
+    fn collect_if_orphaned(&mut self, kind: &'static KindInfo, key: super::Key, made: Arc<Value>) {
+        let owners = meta::owner_uids(&made);
+        if owners.is_empty()
+            || owners
+                .iter()
+                .any(|o| o.is_empty() || self.uids.contains_key(o))
+        {
+            return;
+        }
+        // Just made, it owns nothing yet, so nothing else goes with it.
+        self.remove(kind, key, made);
     }
 
     /// Replaces an object (`PUT`), or its status (`part` Status).

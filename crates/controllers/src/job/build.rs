@@ -28,6 +28,13 @@ pub fn pod_group_name(job: &Job) -> String {
 }
 
 /// The owner reference that makes the Job the controller of what it creates.
+///
+/// Unlike Volcano's, it does not set `blockOwnerDeletion`. Where the
+/// OwnerReferencesPermissionEnforcement admission plugin is on, an API server checks that flag
+/// against the Job kind's REST mapping, which it lacks for a while after it starts (up to half a
+/// minute): every pod and PodGroup of every Job was refused with "cannot find RESTMapping" after
+/// each API server restart. Without the flag the garbage collector still deletes what a Job
+/// owns; only a foreground deletion of the Job no longer waits for its pods.
 pub fn controller_ref(job: &Job) -> OwnerReference {
     OwnerReference {
         api_version: "batch.volcano.sh/v1alpha1".into(),
@@ -35,7 +42,7 @@ pub fn controller_ref(job: &Job) -> OwnerReference {
         name: job.metadata.name.clone().unwrap_or_default(),
         uid: job.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
-        block_owner_deletion: Some(true),
+        block_owner_deletion: None,
     }
 }
 

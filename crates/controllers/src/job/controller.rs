@@ -20,9 +20,15 @@ use crate::time::Instant;
 use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{Retry, RetryPolicy, WorkQueue};
 
-/// How long a turn the API server refused for a lasting reason waits before it is tried again
-/// (unless the job changes first).
-pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(300);
+/// The longest wait before a turn the API server refused for a lasting reason is tried again
+/// (unless the job changes first); the waits grow from [`REFUSED_FIRST_RETRY`]. Some refusals
+/// that look lasting pass: a freshly restarted API server answers 403 until its RBAC caches
+/// and its REST mapping of a new CRD's kind are filled, and an RBAC grant or a quota may be
+/// fixed meanwhile. So the job is tried again soon at first, then every half minute.
+pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The first wait after a lasting refusal; each further refusal in a row doubles it.
+pub const REFUSED_FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A write the API server refused for a lasting reason, as the user is told of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +60,10 @@ pub struct JobController {
     // The PodGroup condition each `PodGroupPending` warning reported, by PodGroup uid: a
     // watch event delivered twice must not warn twice. Dropped with the PodGroup.
     warned: HashMap<String, (String, Option<Time>)>,
+    // Lasting refusals in a row, and the last one told, by job: the next wait grows with
+    // them, and the same refusal is told once, not at every attempt. Cleared when a turn of
+    // the job goes through, or the job goes.
+    refusals: BTreeMap<JobKey, (u32, Refusal)>,
 }
 
 /// The request a turn is carrying out, and the action it decided on (none for a TTL delete).
@@ -87,6 +97,7 @@ impl JobController {
             in_flight: BTreeMap::new(),
             terminating: BTreeSet::new(),
             warned: HashMap::new(),
+            refusals: BTreeMap::new(),
         }
     }
 
@@ -131,6 +142,7 @@ impl JobController {
                     self.requests.remove(&key);
                     self.delayed.remove(&key);
                     self.terminating.remove(&key);
+                    self.refusals.remove(&key);
                 }
             }
             (Some(old), Some(new)) => {
@@ -330,6 +342,7 @@ impl JobController {
             let Some(job) = env.view.job(&key.0, &key.1) else {
                 // The job is gone; what was queued for it is moot.
                 self.requests.remove(&key);
+                self.refusals.remove(&key);
                 self.delayed.remove(&key);
                 self.terminating.remove(&key);
                 self.queue.forget(&key);
@@ -439,32 +452,43 @@ impl JobController {
     }
 
     /// Reports a turn whose write the API server refused for a lasting reason (`refusal`: a
-    /// 403, a 422, ...), which retrying at once cannot cure. The user is told at once with a
-    /// Warning event on the Job, and the turn is tried again only after [`REFUSED_RETRY`] or
-    /// when the job next changes, without spending the retry budget: the job is never
-    /// terminated for a cause that is not its pods' (an RBAC grant or a quota fixed later lets
-    /// it go on).
-    pub fn refused(&mut self, key: &JobKey, refusal: &Refusal, now: Instant) -> Event {
+    /// 403, a 422, ...), which retrying at once cannot cure. The user is told with a Warning
+    /// event on the Job (returned the first time this refusal is met in a row), and the turn
+    /// is tried again after a wait that grows from [`REFUSED_FIRST_RETRY`] to
+    /// [`REFUSED_RETRY`], or when the job changes, without spending the retry budget: the job
+    /// is never terminated for a refusal that is not its pods' doing.
+    pub fn refused(&mut self, key: &JobKey, refusal: &Refusal, now: Instant) -> Option<Event> {
         if let Some(turn) = self.in_flight.remove(key) {
             let pending = self.requests.entry(key.clone()).or_default();
             if !pending.contains(&turn.request) {
                 pending.push_front(turn.request);
             }
         }
+        let (count, told) = self
+            .refusals
+            .get(key)
+            .map_or((0, None), |(n, r)| (*n, Some(r)));
+        let new = told != Some(refusal);
+        let wait = 1u32
+            .checked_shl(count)
+            .and_then(|f| REFUSED_FIRST_RETRY.checked_mul(f))
+            .map_or(REFUSED_RETRY, |d| d.min(REFUSED_RETRY));
+        self.refusals
+            .insert(key.clone(), (count.saturating_add(1), refusal.clone()));
         self.queue.forget(key);
         self.queue.done(key);
-        self.queue.add_after(key.clone(), now.after(REFUSED_RETRY));
-        Event {
+        self.queue.add_after(key.clone(), now.after(wait));
+        new.then(|| Event {
             object: format!("Job/{}/{}", key.0, key.1),
             type_: volcano_api::event::EventType::Warning,
             reason: refusal.reason.to_string(),
             message: format!(
-                "{}: {}; tried again in {} s or when the job changes",
+                "{}: {}; tried again every {} s at most, or when the job changes",
                 refusal.what,
                 refusal.message,
                 REFUSED_RETRY.as_secs()
             ),
-        }
+        })
     }
 
     /// Reports how the changes of a turn went. A failed turn is retried with backoff, its
@@ -474,6 +498,7 @@ impl JobController {
     pub fn finish(&mut self, key: &JobKey, ok: bool, now: Instant) -> Option<Event> {
         let turn = self.in_flight.remove(key);
         if ok {
+            self.refusals.remove(key);
             if turn.as_ref().and_then(|t| t.action) == Some(BusAction::TerminateJob) {
                 self.terminating.remove(key);
             }

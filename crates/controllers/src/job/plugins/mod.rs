@@ -148,7 +148,8 @@ fn owned_meta(job: &Job, name: String) -> ObjectMeta {
             // then the owner reference is simply inert.
             uid: job.metadata.uid.clone().unwrap_or_default(),
             controller: Some(true),
-            block_owner_deletion: Some(true),
+            // Not set, for the reason given at `build::controller_ref`.
+            block_owner_deletion: None,
         }]),
         ..ObjectMeta::default()
     }
