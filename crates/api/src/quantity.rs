@@ -185,6 +185,37 @@ pub fn format_bytes(bytes: i64) -> String {
     bytes.to_string()
 }
 
+/// Formats a byte count for a person: the largest binary suffix the amount reaches, with at
+/// most two decimals, rounded down (`307.19Gi`, `1.5Mi`, `512`), so a free amount is never
+/// shown larger than it is. Exact amounts read as [`format_bytes`] would show them.
+pub fn format_bytes_human(bytes: i64) -> String {
+    const UNITS: [(&str, u32); 6] = [
+        ("Ei", 60),
+        ("Pi", 50),
+        ("Ti", 40),
+        ("Gi", 30),
+        ("Mi", 20),
+        ("Ki", 10),
+    ];
+    let sign = if bytes < 0 { "-" } else { "" };
+    let mag = bytes.unsigned_abs();
+    for (suffix, shift) in UNITS {
+        let unit = 1u64 << shift;
+        if mag < unit {
+            continue;
+        }
+        let whole = mag / unit;
+        let hundredths = (u128::from(mag % unit) * 100 / u128::from(unit)) as u64;
+        let frac = match hundredths {
+            0 => String::new(),
+            h if h % 10 == 0 => format!(".{}", h / 10),
+            h => format!(".{h:02}"),
+        };
+        return format!("{sign}{whole}{frac}{suffix}");
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +267,18 @@ mod tests {
         assert_eq!(format_bytes(2 << 30), "2Gi");
         assert_eq!(format_bytes(1_000_000_000), "1000000000");
         assert_eq!(format_bytes(1536 * 1024), "1536Ki");
+    }
+
+    #[test]
+    fn formats_bytes_for_people() {
+        assert_eq!(format_bytes_human(2 << 30), "2Gi");
+        assert_eq!(format_bytes_human(329_853_488_332), "307.19Gi");
+        assert_eq!(format_bytes_human(1536 * 1024), "1.5Mi");
+        assert_eq!(format_bytes_human(1_000_000_000), "953.67Mi");
+        assert_eq!(format_bytes_human((2 << 30) - 1), "1.99Gi");
+        assert_eq!(format_bytes_human(512), "512");
+        assert_eq!(format_bytes_human(0), "0");
+        assert_eq!(format_bytes_human(-(3 << 20)), "-3Mi");
+        assert_eq!(format_bytes_human(i64::MIN), "-8Ei");
     }
 }

@@ -42,6 +42,16 @@ pub fn format_amount(name: &str, amount: i64) -> String {
     }
 }
 
+/// Formats a canonical amount of `name` for a message a person reads: memory in Gi/Mi/Ki
+/// (rounded down to two decimals when not exact), CPU and scalars in units or `m`.
+pub fn format_amount_human(name: &str, amount: i64) -> String {
+    if is_byte_resource(name) {
+        quantity::format_bytes_human(amount)
+    } else {
+        quantity::format_milli(amount)
+    }
+}
+
 /// Parses every entry of a resource list; the error carries the offending resource name.
 pub fn parse_resource_list(
     list: &ResourceList,

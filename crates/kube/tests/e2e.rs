@@ -6,7 +6,6 @@
 mod common;
 
 use common::{Cluster, eventually, job};
-
 use kube::api::{Api, ListParams, PostParams};
 use kube::core::DynamicObject;
 use volcano_api::batch::Job;
@@ -156,6 +155,57 @@ async fn a_gang_that_cannot_fit_whole_binds_nothing_and_says_why(cluster: Cluste
     ctl.stop().await;
 }
 
+/// The events of `reason` about the object named `name`, as (note, occurrences): a repeat
+/// aggregated into an event's series counts as many times as it happened.
+async fn events_of(client: &kube::Client, reason: &str, name: &str) -> Vec<(String, u64)> {
+    let events: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(
+            &(),
+        ),
+    );
+    let list = events.list(&ListParams::default()).await.unwrap();
+    list.items
+        .iter()
+        .filter(|e| e.data.get("reason").and_then(|r| r.as_str()) == Some(reason))
+        .filter(|e| {
+            e.data
+                .get("regarding")
+                .and_then(|r| r.get("name"))
+                .and_then(|n| n.as_str())
+                == Some(name)
+        })
+        .map(|e| {
+            let note = e.data.get("note").and_then(|n| n.as_str()).unwrap_or("");
+            let count = e
+                .data
+                .get("series")
+                .and_then(|s| s.get("count"))
+                .and_then(|c| c.as_u64())
+                .unwrap_or(1);
+            (note.to_string(), count)
+        })
+        .collect()
+}
+
+/// The one PodGroup of namespace `default` (the job controller names it after the Job and
+/// its UID), once it exists.
+async fn only_pod_group(client: &kube::Client) -> PodGroup {
+    let pgs: Api<PodGroup> = Api::namespaced(client.clone(), "default");
+    let (_, list) = eventually(10, async || {
+        let l = pgs.list(&ListParams::default()).await.unwrap().items;
+        (l.len() == 1, l)
+    })
+    .await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    list.into_iter().next().unwrap()
+}
+
+fn occurrences(events: &[(String, u64)]) -> u64 {
+    events.iter().map(|(_, n)| n).sum()
+}
+
 both_tiers!(
     a_job_its_queue_cannot_admit_gets_an_event_saying_why,
     1,
@@ -167,40 +217,97 @@ async fn a_job_its_queue_cannot_admit_gets_an_event_saying_why(cluster: Cluster)
     let ctl = cluster.controllers("ctl-0");
     let sched = cluster.scheduler("sched-0", false);
     create_job(&client, job("huge", "default", 3, "2", 30)).await;
-    let events: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(
-            &(),
-        ),
-    );
+    let pg = only_pod_group(&client).await;
+    let pg_name = pg.metadata.name.clone().unwrap();
     let (seen, notes) = eventually(15, async || {
-        let l = events.list(&ListParams::default()).await.unwrap();
-        let notes: Vec<String> = l
-            .items
-            .iter()
-            .filter(|e| e.data.get("reason").and_then(|r| r.as_str()) == Some("NotEnqueued"))
-            .filter_map(|e| {
-                e.data
-                    .get("note")
-                    .and_then(|n| n.as_str())
-                    .map(str::to_string)
-            })
-            .collect();
+        let notes = events_of(&client, "NotEnqueued", &pg_name).await;
         (!notes.is_empty(), notes)
     })
     .await;
     assert!(seen, "a NotEnqueued event is recorded");
-    assert!(notes[0].contains("not admitted by enqueue"), "{notes:?}");
-    // Sessions go on; the reason is not announced again while it holds.
+    assert!(
+        notes[0].0.starts_with("not admitted by enqueue"),
+        "{notes:?}"
+    );
+    // The PodGroup carries the reason, so a restarted scheduler knows it was said.
+    let pg = only_pod_group(&client).await;
+    let conds = pg.status.map(|s| s.conditions).unwrap_or_default();
+    assert!(
+        conds.iter().any(|c| c.type_ == "Unschedulable"
+            && c.reason == "NotEnqueued"
+            && c.message == notes[0].0),
+        "{conds:?}"
+    );
+    // Sessions go on, the scheduler restarts: the reason is not announced again while it holds.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let again = events.list(&ListParams::default()).await.unwrap();
-    let n = again
-        .items
+    sched.stop().await;
+    let sched = cluster.scheduler("sched-1", false);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let all = events_of(&client, "NotEnqueued", &pg_name).await;
+    assert_eq!(occurrences(&all), 1, "{all:?}");
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+both_tiers!(
+    a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart,
+    2,
+    super::a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart
+);
+
+async fn a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    // Three pods of 2.5 CPUs on two 4-CPU nodes: admitted, but the gang never fits whole.
+    create_job(&client, job("wide", "default", 3, "2500m", 30)).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let scheduled_false = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
+            .filter(|c| c.status == "False")
+            .map(|c| {
+                (
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            })
+    };
+    let (all_marked, seen) = eventually(20, async || {
+        let list = pods.list(&ListParams::default()).await.unwrap();
+        let marked: Vec<_> = list.items.iter().filter_map(scheduled_false).collect();
+        (list.items.len() == 3 && marked.len() == 3, marked)
+    })
+    .await;
+    assert!(all_marked, "PodScheduled=False on every pod: {seen:?}");
+    let pg = only_pod_group(&client).await;
+    let why = pg
+        .status
         .iter()
-        .filter(|e| e.data.get("reason").and_then(|r| r.as_str()) == Some("NotEnqueued"))
-        .count();
-    assert_eq!(n, 1);
+        .flat_map(|s| s.conditions.iter())
+        .find(|c| c.type_ == "Unschedulable" && c.status == "True")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(why.contains("tasks in gang unschedulable"), "{why}");
+    for (reason, message) in &seen {
+        assert_eq!(reason, "Unschedulable");
+        assert_eq!(message, &why);
+    }
+    // Many sessions, then a new scheduler: each pod was told once, by one event.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    sched.stop().await;
+    let sched = cluster.scheduler("sched-1", false);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let list = pods.list(&ListParams::default()).await.unwrap();
+    for p in &list.items {
+        let name = p.metadata.name.clone().unwrap();
+        let events = events_of(&client, "FailedScheduling", &name).await;
+        assert_eq!(occurrences(&events), 1, "{name}: {events:?}");
+        assert_eq!(events[0].0, why, "{name}");
+        assert!(p.spec.as_ref().unwrap().node_name.is_none());
+    }
     sched.stop().await;
     ctl.stop().await;
 }
@@ -211,8 +318,7 @@ async fn a_job_its_queue_cannot_admit_gets_an_event_saying_why(cluster: Cluster)
 async fn a_queue_written_without_spec_neither_stalls_the_watch_nor_its_jobs() {
     let cluster = Cluster::start(1).await;
     let client = cluster.client();
-    // The CRD does not require `spec`; a typed watch would fail on this object and, with it,
-    // the whole list of queues.
+    // A typed watch would fail on this object and, with it, the whole list of queues.
     let queues: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &kube::discovery::ApiResource::erase::<Queue>(&()),

@@ -109,12 +109,13 @@ impl Dims {
         }
     }
 
-    /// Formats one amount of dimension `i` as a Kubernetes quantity.
+    /// Formats one amount of dimension `i` as a Kubernetes quantity in its human form (for
+    /// messages: `307.19Gi`, never a raw byte count).
     pub fn format(&self, i: usize, v: i64) -> String {
         if v == UNBOUNDED {
             return "unlimited".to_string();
         }
-        resources::format_amount(self.name(i), v)
+        resources::format_amount_human(self.name(i), v)
     }
 }
 
@@ -385,5 +386,8 @@ mod tests {
         let d = dims();
         let r = d.resource([("cpu", 1500), ("memory", 2 << 30), ("nvidia.com/gpu", 2000)]);
         assert_eq!(d.describe(&r), "cpu 1500m, memory 2Gi, nvidia.com/gpu 2");
+        // A byte count no binary suffix divides is still shown in Gi, not as raw bytes.
+        let odd = d.resource([("memory", 329_853_488_332)]);
+        assert_eq!(d.describe(&odd), "memory 307.19Gi");
     }
 }

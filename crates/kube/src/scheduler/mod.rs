@@ -20,7 +20,7 @@ use volcano_scheduler::cache::{
 use volcano_scheduler::framework::{Decisions, Session, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
-use crate::cache::{Changed, ClusterCache, Kind, split_key};
+use crate::cache::{Changed, ClusterCache, Kind};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{POD_GROUP_PHASES, SchedulerMetrics, label};
@@ -38,14 +38,6 @@ pub const SCHEDULER_KINDS: [Kind; 5] = [
     Kind::Queue,
     Kind::PriorityClass,
 ];
-
-/// The reason of a PodGroup its queue would not admit.
-const NOT_ENQUEUED: &str = "NotEnqueued";
-
-/// A message without its numbers, so a reason whose figures move is not announced again.
-fn reason_part(message: &str) -> String {
-    message.chars().filter(|c| !c.is_ascii_digit()).collect()
-}
 
 /// Objects a snapshot may leave out, one at a time, before the session is given up.
 const MAX_EXCLUDED: usize = 64;
@@ -78,10 +70,6 @@ pub struct SchedulerRuntime {
     writer: Writer,
     metrics: SchedulerMetrics,
     sessions: u64,
-    /// PodGroups the queue would not admit, with the reason last announced. A PodGroup that
-    /// is not enqueued has no pods, so no condition to carry its reason: an event says why,
-    /// once per reason.
-    not_enqueued: BTreeMap<String, String>,
 }
 
 impl SchedulerRuntime {
@@ -93,6 +81,7 @@ impl SchedulerRuntime {
             concurrency: opts.bind_concurrency.max(1),
             events,
             metrics: metrics.clone(),
+            gone_queues: BTreeMap::new(),
         };
         let snapshots = SchedulerCache::new(CacheOptions {
             scheduler_names: opts.scheduler_names.clone(),
@@ -105,7 +94,6 @@ impl SchedulerRuntime {
             writer,
             metrics,
             sessions: 0,
-            not_enqueued: BTreeMap::new(),
         }
     }
 
@@ -228,7 +216,6 @@ impl SchedulerRuntime {
             }
         };
         let written = self.writer.write(&d, &mut self.cache).await;
-        self.announce_not_enqueued(&d);
         self.record(&d, started);
         if written.bound + written.evicted > 0 || written.bind_failures > 0 {
             tracing::info!(
@@ -282,38 +269,6 @@ impl SchedulerRuntime {
                 tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
                 None
             }
-        }
-    }
-
-    fn announce_not_enqueued(&mut self, d: &Decisions) {
-        let now: BTreeMap<&String, &String> = d
-            .unschedulable
-            .iter()
-            .filter(|(_, u)| u.reason == NOT_ENQUEUED)
-            .map(|(k, u)| (k, &u.message))
-            .collect();
-        self.not_enqueued.retain(|k, _| now.contains_key(k));
-        for (key, message) in now {
-            let first = self
-                .not_enqueued
-                .get(key)
-                .is_none_or(|m| reason_part(m) != reason_part(message));
-            if first {
-                let uid = self
-                    .cache
-                    .pod_group(&split_key(key))
-                    .and_then(|pg| pg.metadata.uid.clone());
-                self.writer.events.send(
-                    volcano_api::event::Event {
-                        object: format!("PodGroup/{key}"),
-                        type_: volcano_api::event::EventType::Warning,
-                        reason: NOT_ENQUEUED.to_string(),
-                        message: message.clone(),
-                    },
-                    uid,
-                );
-            }
-            self.not_enqueued.insert(key.clone(), message.clone());
         }
     }
 

@@ -1,7 +1,8 @@
 //! A session's decisions, written to the API server: GPU device annotations, then binds and
 //! evictions with bounded concurrency, nominations, PodGroup status and queue `allocated`
-//! where they changed. Every write that succeeds is assumed in the cache at once; one that
-//! fails is reported and left out, so its task is simply pending again in the next session.
+//! where they changed, waiting pods' `PodScheduled` condition where the pod lacks it. Every
+//! write that succeeds is assumed in the cache at once; one that fails is reported and left
+//! out, so its task is simply pending again in the next session.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,9 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::scheduling::{PodGroup, Queue};
-use volcano_scheduler::framework::{Decisions, Unwritten};
+use volcano_scheduler::cache::set_pod_scheduled;
+use volcano_scheduler::framework::close::QueueAllocated;
+use volcano_scheduler::framework::{Decisions, POD_SCHEDULED, Unwritten};
 use volcano_scheduler::model::gpu;
 
 use crate::cache::{ClusterCache, split_key};
@@ -30,6 +33,10 @@ pub struct Writer {
     pub events: EventSink,
     /// Metrics.
     pub metrics: SchedulerMetrics,
+    /// Queues the API server answered 404 for, with the resourceVersion the cache held
+    /// then: not written again until the cache shows that queue changed (recreated), so a
+    /// deletion the watch has not delivered yet costs one refused write, not one a session.
+    pub gone_queues: BTreeMap<String, Option<String>>,
 }
 
 /// What the writes did.
@@ -55,7 +62,7 @@ impl Writer {
     }
 
     /// Writes `d`, updating `cache` with what the API server accepted.
-    pub async fn write(&self, d: &Decisions, cache: &mut ClusterCache) -> Written {
+    pub async fn write(&mut self, d: &Decisions, cache: &mut ClusterCache) -> Written {
         let mut w = Written::default();
         let mut unwritten = Unwritten::default();
         self.annotate_devices(d, cache).await;
@@ -65,6 +72,7 @@ impl Writer {
         self.pod_group_status(d, cache, &mut w, &mut unwritten)
             .await;
         self.queue_allocated(d, cache, &mut w).await;
+        self.pod_conditions(d, cache, &mut w, &mut unwritten).await;
         // Last, and only for what was written: a PodGroup whose status write failed is
         // decided again next session, and its event with it.
         for e in d.events_after_writes(&unwritten) {
@@ -254,9 +262,20 @@ impl Writer {
         }
     }
 
-    async fn queue_allocated(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
+    async fn queue_allocated(&mut self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
         let api: Api<Queue> = Api::all(self.client.clone());
-        for q in d.queues.iter().filter(|q| q.changed) {
+        // A queue the cache no longer holds is gone (or is an implicit one the snapshot adds
+        // while it is missing): there is nothing to patch.
+        let versions: BTreeMap<String, Option<String>> = cache
+            .objects()
+            .queues
+            .iter()
+            .filter_map(|x| {
+                let name = x.metadata.name.clone()?;
+                Some((name, x.metadata.resource_version.clone()))
+            })
+            .collect();
+        for q in queues_to_write(d, &versions, &mut self.gone_queues) {
             // A merge patch of `allocated` alone: the controllers own the rest of the status,
             // so the two writers never conflict. Resources that went away are set to null.
             let mut allocated: BTreeMap<String, serde_json::Value> = q
@@ -288,7 +307,10 @@ impl Writer {
                             Some(q.allocated.clone());
                     });
                 }
-                Err(e) if is_gone(&e) => {}
+                Err(e) if is_gone(&e) => {
+                    let rv = versions.get(&q.name).cloned().flatten();
+                    self.gone_queues.insert(q.name.clone(), rv);
+                }
                 Err(e) => {
                     w.status_failures += 1;
                     tracing::warn!(queue = %q.name, error = %e, "could not write queue allocated");
@@ -296,6 +318,77 @@ impl Writer {
             }
         }
     }
+}
+
+impl Writer {
+    /// Writes each waiting pod's `PodScheduled=False` condition through pods/status, as a
+    /// strategic merge patch of that one condition (the pod's other conditions are kept). The
+    /// transition time moves only when the status does, as Kubernetes keeps it.
+    async fn pod_conditions(
+        &self,
+        d: &Decisions,
+        cache: &mut ClusterCache,
+        w: &mut Written,
+        unwritten: &mut Unwritten,
+    ) {
+        let jobs = d.pod_conditions.iter().map(|c| {
+            let key = split_key(&c.key);
+            let since = cache
+                .pod(&key)
+                .and_then(|p| p.status.as_ref())
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|x| x.type_ == POD_SCHEDULED))
+                .filter(|x| x.status == "False")
+                .and_then(|x| x.last_transition_time.clone())
+                .unwrap_or_else(|| Time(Timestamp::now()));
+            let api = self.pods(&key.0);
+            let c = c.clone();
+            async move {
+                let patch = json!({"status": {"conditions": [{
+                    "type": POD_SCHEDULED,
+                    "status": "False",
+                    "reason": c.reason,
+                    "message": c.message,
+                    "lastProbeTime": null,
+                    "lastTransitionTime": since,
+                }]}});
+                let r = api
+                    .patch_status(&key.1, &PatchParams::default(), &Patch::Strategic(&patch))
+                    .await
+                    .map(|_| ());
+                (key, c, r)
+            }
+        });
+        for (key, c, r) in bounded(jobs, self.concurrency).await {
+            match r {
+                Ok(()) => {
+                    cache.assume_pod(&key, |p| set_pod_scheduled(p, &c));
+                }
+                Err(e) => {
+                    if !is_gone(&e) {
+                        w.status_failures += 1;
+                        tracing::warn!(pod = %c.key, error = %e, "could not write the pod's PodScheduled condition");
+                    }
+                    unwritten.pod_conditions.insert(c.key.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The queues whose `allocated` changed and may be written: held by the cache (`versions`,
+/// name → resourceVersion) and not refused with 404 at the version the cache still holds.
+/// `gone` forgets a queue once the cache shows it changed or deleted.
+fn queues_to_write<'a>(
+    d: &'a Decisions,
+    versions: &BTreeMap<String, Option<String>>,
+    gone: &mut BTreeMap<String, Option<String>>,
+) -> Vec<&'a QueueAllocated> {
+    gone.retain(|name, rv| versions.get(name).is_some_and(|now| now == rv));
+    d.queues
+        .iter()
+        .filter(|q| q.changed && versions.contains_key(&q.name) && !gone.contains_key(&q.name))
+        .collect()
 }
 
 /// Runs `futures` as tasks, at most `limit` at a time; results in completion order. Tasks
@@ -339,4 +432,49 @@ pub fn replace_status<S: serde::Serialize>(
     status: &S,
 ) -> Result<json_patch::Patch, serde_json::Error> {
     replace_member("/status", status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(name: &str) -> QueueAllocated {
+        QueueAllocated {
+            name: name.to_string(),
+            state: "Open".to_string(),
+            allocated: Default::default(),
+            changed: true,
+        }
+    }
+
+    #[test]
+    fn a_queue_that_is_gone_is_not_written_and_a_404_is_not_retried() {
+        let d = Decisions {
+            queues: vec![queue("kept"), queue("deleted"), queue("refused")],
+            ..Default::default()
+        };
+        let mut versions: BTreeMap<String, Option<String>> = [
+            ("kept".to_string(), Some("1".to_string())),
+            ("refused".to_string(), Some("5".to_string())),
+        ]
+        .into();
+        let names = |v: Vec<&QueueAllocated>| v.iter().map(|q| q.name.clone()).collect::<Vec<_>>();
+        let mut gone = BTreeMap::new();
+        // The implicit queue the snapshot adds while the cluster has none is not written.
+        assert_eq!(
+            names(queues_to_write(&d, &versions, &mut gone)),
+            ["kept", "refused"]
+        );
+        // `refused` answered 404 (deleted, the watch has not said so yet): not written again.
+        gone.insert("refused".to_string(), Some("5".to_string()));
+        assert_eq!(names(queues_to_write(&d, &versions, &mut gone)), ["kept"]);
+        assert_eq!(names(queues_to_write(&d, &versions, &mut gone)), ["kept"]);
+        // Recreated under the same name: written again.
+        versions.insert("refused".to_string(), Some("9".to_string()));
+        assert_eq!(
+            names(queues_to_write(&d, &versions, &mut gone)),
+            ["kept", "refused"]
+        );
+        assert!(gone.is_empty());
+    }
 }

@@ -9,6 +9,8 @@ mod nodes;
 mod preempt;
 mod reclaim;
 
+pub use enqueue::NOT_ENQUEUED;
+
 use crate::framework::Session;
 
 /// Runs the action `name`; names were checked when the configuration was parsed.

@@ -3,12 +3,14 @@
 use std::collections::{BTreeSet, HashMap};
 
 use volcano_api::Objects;
+use volcano_api::k8s_openapi::api::core::v1::{Pod, PodCondition};
 
 use super::object_key;
 use crate::model::gpu;
 
 /// Applies a session's decisions to the objects as a cluster would: bound pods get their node,
-/// evicted pods are removed, PodGroup status and Queue `allocated` are written. The inverse
+/// evicted pods are removed, waiting pods get their `PodScheduled=False` condition, PodGroup
+/// status and Queue `allocated` are written. The inverse
 /// step of [`build_snapshot`](super::build_snapshot), for whoever keeps the objects (the CLI driver, tests).
 pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
     let binds: HashMap<&str, &str> = d
@@ -22,6 +24,18 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             && let Some(spec) = p.spec.as_mut()
         {
             spec.node_name = Some((*node).to_string());
+            // As the API server's binding does: the pod is scheduled now.
+            let conds = p
+                .status
+                .get_or_insert_with(Default::default)
+                .conditions
+                .get_or_insert_with(Vec::new);
+            conds.retain(|x| x.type_ != crate::framework::POD_SCHEDULED);
+            conds.push(PodCondition {
+                type_: crate::framework::POD_SCHEDULED.to_string(),
+                status: "True".to_string(),
+                ..Default::default()
+            });
         }
     }
     let nominated: HashMap<&str, &str> = d
@@ -34,6 +48,18 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             p.status
                 .get_or_insert_with(Default::default)
                 .nominated_node_name = Some((*node).to_string());
+        }
+    }
+    let conditions: HashMap<&str, &crate::framework::PodUnschedulable> = d
+        .pod_conditions
+        .iter()
+        .map(|c| (c.key.as_str(), c))
+        .collect();
+    if !conditions.is_empty() {
+        for p in &mut objs.pods {
+            if let Some(c) = conditions.get(object_key(&p.metadata).as_str()) {
+                set_pod_scheduled(p, c);
+            }
         }
     }
     let devices: HashMap<&str, &str> = d
@@ -73,4 +99,22 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             q.status.get_or_insert_with(Default::default).allocated = Some((*a).clone());
         }
     }
+}
+
+/// Sets a waiting pod's `PodScheduled` condition, as the pods/status patch does in a cluster:
+/// the condition of that type is replaced, the others are kept.
+pub fn set_pod_scheduled(pod: &mut Pod, c: &crate::framework::PodUnschedulable) {
+    let conds = pod
+        .status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new);
+    conds.retain(|x| x.type_ != crate::framework::POD_SCHEDULED);
+    conds.push(PodCondition {
+        type_: crate::framework::POD_SCHEDULED.to_string(),
+        status: "False".to_string(),
+        reason: Some(c.reason.clone()),
+        message: Some(c.message.clone()),
+        ..Default::default()
+    });
 }

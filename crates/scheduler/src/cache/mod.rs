@@ -9,7 +9,7 @@ mod decisions;
 mod incremental;
 mod task;
 
-pub use decisions::apply_decisions;
+pub use decisions::{apply_decisions, set_pod_scheduled};
 pub use incremental::SchedulerCache;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -13,6 +13,7 @@ use super::{
     BuildError, Builder, CacheOptions, DEFAULT_TASK_PRIORITY, Priorities, annotation,
     annotation_or_label, meta_str, parse_bool_true, seconds,
 };
+use crate::framework::POD_SCHEDULED;
 use crate::model::gpu::{self, GpuRequest};
 use crate::model::{JobId, Snapshot, TaskId, TaskInfo, TaskStatus};
 use crate::plugins::non_zero;
@@ -166,6 +167,12 @@ pub(super) fn new_task(
             .as_ref()
             .and_then(|s| s.nominated_node_name.clone())
             .filter(|n| !n.is_empty()),
+        pod_scheduled: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == POD_SCHEDULED))
+            .map(|c| Arc::new(c.clone())),
         pod: Arc::new(scheduling_view(pod)),
         last_tx_allocated: false,
         gpu_devices: match (

@@ -7,6 +7,8 @@ use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
 use super::session::Session;
+use super::signals::{FAILED_SCHEDULING, PodUnschedulable};
+use crate::actions::NOT_ENQUEUED;
 use crate::model::{JobId, PgPhase, Snapshot, TaskStatus};
 use crate::resource::Resource;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -78,6 +80,9 @@ pub struct Decisions {
     pub queues: Vec<QueueAllocated>,
     /// Events, only for transitions.
     pub events: Vec<Event>,
+    /// Waiting pods whose `PodScheduled=False` condition is to be written (only where the pod
+    /// does not carry it already); each has its `FailedScheduling` event in `events`.
+    pub pod_conditions: Vec<PodUnschedulable>,
     /// `ns/pg` → why it is not fully scheduled.
     pub unschedulable: BTreeMap<String, Unschedulable>,
     /// Nodes whose pods need more than they have; they took no new pods.
@@ -96,7 +101,8 @@ impl Decisions {
     /// The events to record once the writes are done. An event about a PodGroup whose status
     /// was not written is dropped: the next session reads the old status and decides the same
     /// transition again, so recording it now would report it twice. An `Evict` event about a
-    /// pod whose eviction did not happen is dropped too.
+    /// pod whose eviction did not happen is dropped too, and so is a `FailedScheduling` event
+    /// about a pod whose condition was not written (the next session decides it again).
     pub fn events_after_writes<'a>(
         &'a self,
         unwritten: &'a Unwritten,
@@ -105,7 +111,12 @@ impl Decisions {
             if let Some(pg) = e.object.strip_prefix("PodGroup/") {
                 !unwritten.pod_groups.contains(pg)
             } else if let Some(pod) = e.object.strip_prefix("Pod/") {
-                !(e.reason == EVICT && unwritten.evictions.contains(pod))
+                let not_done = match e.reason.as_str() {
+                    EVICT => &unwritten.evictions,
+                    FAILED_SCHEDULING => &unwritten.pod_conditions,
+                    _ => return true,
+                };
+                !not_done.contains(pod)
             } else {
                 true
             }
@@ -114,13 +125,15 @@ impl Decisions {
 }
 
 /// What of a session's decisions the API server did not take: the keys (`ns/name`) of
-/// PodGroup status writes and evictions that failed.
+/// PodGroup status writes, evictions and pod condition writes that failed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Unwritten {
     /// PodGroups whose status write failed.
     pub pod_groups: BTreeSet<String>,
     /// Pods whose eviction failed.
     pub evictions: BTreeSet<String>,
+    /// Pods whose `PodScheduled` condition write failed.
+    pub pod_conditions: BTreeSet<String>,
 }
 
 /// Number of tasks that count as schedulable for the gang message: ready ones plus pending
@@ -135,12 +148,18 @@ fn schedulable_num(s: &Snapshot, j: JobId) -> i64 {
     i64::from(job.ready_task_num()) + tentative as i64
 }
 
-/// What kept the job's tasks off the nodes, in one line.
-fn job_detail(s: &Snapshot, j: JobId) -> String {
+/// What kept the job's tasks off the nodes, in one line, with the reason to report. A task
+/// that no node could hold even empty is named first, whatever else the session found
+/// (queue share, admission): no quota or share would ever let it run.
+fn job_detail(s: &Snapshot, j: JobId, largest: &Resource) -> (String, String) {
     let job = s.job(j);
-    if let Some((_, msg)) = &job.job_fit_error {
-        return msg.clone();
+    if let Some(msg) = never_fits(s, j, largest) {
+        return (NOT_ENOUGH_RESOURCES.to_string(), msg);
     }
+    if let Some((reason, msg)) = &job.job_fit_error {
+        return (reason.clone(), msg.clone());
+    }
+    let reason = NOT_ENOUGH_RESOURCES.to_string();
     let mut messages: Vec<String> = Vec::new();
     for fe in job.fit_errors.values() {
         let m = fe.message(&s.dims);
@@ -151,31 +170,87 @@ fn job_detail(s: &Snapshot, j: JobId) -> String {
     if messages.is_empty() {
         let pending = job.count(TaskStatus::Pending);
         let pipelined = job.count(TaskStatus::Pipelined);
-        if pipelined > 0 {
-            return format!("{pipelined} task(s) pipelined, waiting for resources being released");
-        }
-        if job.tasks.is_empty() {
-            return "the PodGroup has no pods yet".to_string();
-        }
-        return format!("{pending} task(s) pending, not tried in this session");
+        let m = if pipelined > 0 {
+            format!("{pipelined} task(s) pipelined, waiting for resources being released")
+        } else if job.tasks.is_empty() {
+            "the PodGroup has no pods yet".to_string()
+        } else {
+            format!("{pending} task(s) pending, not tried in this session")
+        };
+        return (reason, m);
     }
-    messages.join("; ")
+    (reason, messages.join("; "))
+}
+
+/// The most of each resource any one node offers (its allocatable), for telling a task that
+/// waits for room from one that no node could ever hold.
+pub fn largest_node(s: &Snapshot) -> Resource {
+    let mut largest = s.dims.zero();
+    for n in &s.nodes {
+        for (d, v) in n.allocatable.iter() {
+            if v > largest.get(d) {
+                largest.set(d, v);
+            }
+        }
+    }
+    largest
+}
+
+/// The node-fit message of the job's first waiting task that asks more of some resource than
+/// any node has even empty, if there is one.
+fn never_fits(s: &Snapshot, j: JobId, largest: &Resource) -> Option<String> {
+    let nodes = s.nodes.len();
+    s.job(j).tasks.iter().find_map(|&t| {
+        let task = s.task(t);
+        if task.status != TaskStatus::Pending || task.scheduling_gated {
+            return None;
+        }
+        let over: Vec<String> = task
+            .resreq
+            .iter()
+            .filter(|&(d, v)| v > largest.get(d))
+            .map(|(d, v)| {
+                format!(
+                    "{} {} (the largest node has {})",
+                    s.dims.name(d),
+                    s.dims.format(d, v),
+                    s.dims.format(d, largest.get(d))
+                )
+            })
+            .collect();
+        if over.is_empty() {
+            return None;
+        }
+        Some(if nodes == 0 {
+            format!(
+                "0/0 nodes are available: the cluster has no nodes for task {}",
+                task.key
+            )
+        } else {
+            format!(
+                "0/{nodes} nodes are available: no node can hold task {} even empty, it asks {}",
+                task.key,
+                over.join(", ")
+            )
+        })
+    })
 }
 
 /// The reason and message of a job that is not ready (the gang's Unschedulable condition).
-pub fn gang_unschedulable(s: &Snapshot, j: JobId) -> (String, String) {
+/// The count is of the gang's tasks still without a place: never more than the tasks that
+/// exist, and a PodGroup without pods gets no count at all (Volcano's `min - schedulable`
+/// over `len(tasks)` reads "3/2" or "3/0").
+pub fn gang_unschedulable(s: &Snapshot, j: JobId, largest: &Resource) -> (String, String) {
     let job = s.job(j);
-    let unready = i64::from(job.min_available) - schedulable_num(s, j);
-    let reason = job
-        .job_fit_error
-        .as_ref()
-        .map(|(r, _)| r.clone())
-        .unwrap_or_else(|| NOT_ENOUGH_RESOURCES.to_string());
-    let message = format!(
-        "{unready}/{} tasks in gang unschedulable: {}",
-        job.tasks.len(),
-        job_detail(s, j)
-    );
+    let (reason, detail) = job_detail(s, j, largest);
+    let total = job.tasks.len() as i64;
+    if total == 0 {
+        return (reason, detail);
+    }
+    let placed = schedulable_num(s, j).min(total);
+    let short = (i64::from(job.min_available) - placed).max(0);
+    let unready = short.min(total - placed);
+    let message = format!("{unready}/{total} tasks in gang unschedulable: {detail}");
     (reason, message)
 }
 
@@ -322,20 +397,23 @@ impl Session {
                 message: reason.clone(),
             });
         }
+        let largest = largest_node(s);
         for j in s.job_ids() {
-            self.close_job(j, &mut d);
+            self.close_job(j, &mut d, &largest);
         }
+        self.pod_signals(&mut d);
         self.close_queues(&mut d);
         d
     }
 
-    fn close_job(&self, j: JobId, d: &mut Decisions) {
+    fn close_job(&self, j: JobId, d: &mut Decisions, largest: &Resource) {
         let s = &self.snap;
         let job = s.job(j);
         let mut status = PodGroupStatus {
             conditions: job.conditions.clone(),
             ..Default::default()
         };
+        self.not_enqueued_condition(j, &mut status.conditions);
         let unschedulable_now = job
             .conditions
             .iter()
@@ -372,13 +450,16 @@ impl Session {
         // Events: decided against the persisted newest condition, so a restart re-emits nothing.
         let object = || format!("PodGroup/{}", job.key);
         let old_newest = newest_true_condition(&job.old_status.conditions);
-        let new_unsched = job.conditions.iter().find(|c| {
+        let new_unsched = status.conditions.iter().find(|c| {
             c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid
         });
+        d.events
+            .extend(self.not_enqueued_event(j, new_unsched, old_newest));
         if let Some(c) = new_unsched {
             let repeat =
                 old_newest.is_some_and(|o| o.type_ == UNSCHEDULABLE && o.message == c.message);
-            if !repeat {
+            // A refusal by enqueue is told by the NotEnqueued event alone.
+            if !repeat && c.reason != NOT_ENQUEUED {
                 d.events.push(Event {
                     object: object(),
                     type_: EventType::Warning,
@@ -400,7 +481,7 @@ impl Session {
             });
         }
 
-        if let Some(u) = self.unschedulable_entry(j, new_unsched) {
+        if let Some(u) = self.unschedulable_entry(j, new_unsched, largest) {
             d.unschedulable.insert(job.key.clone(), u);
         }
         d.pod_groups.push(PodGroupUpdate {
@@ -414,6 +495,7 @@ impl Session {
         &self,
         j: JobId,
         condition: Option<&PodGroupCondition>,
+        largest: &Resource,
     ) -> Option<Unschedulable> {
         let s = &self.snap;
         let job = s.job(j);
@@ -427,7 +509,7 @@ impl Session {
             if satisfied_by_releasing(s, j) {
                 return None;
             }
-            let (reason, message) = gang_unschedulable(s, j);
+            let (reason, message) = gang_unschedulable(s, j, largest);
             return Some(Unschedulable { reason, message });
         }
         // The gang is satisfied; any task still waiting for a node is reported all the same.
@@ -435,11 +517,7 @@ impl Session {
         if left == 0 {
             return None;
         }
-        let reason = job
-            .job_fit_error
-            .as_ref()
-            .map(|(r, _)| r.clone())
-            .unwrap_or_else(|| NOT_ENOUGH_RESOURCES.to_string());
+        let (reason, detail) = job_detail(s, j, largest);
         // Pending BestEffort tasks count towards the gang, so "ready" may not yet mean the
         // minimum is on nodes; say which case this is.
         let message = if i64::from(job.ready_task_num()) >= i64::from(job.min_available) {
@@ -447,14 +525,10 @@ impl Session {
                 "{left}/{} tasks unschedulable beyond the gang minimum of {}: {}",
                 job.tasks.len(),
                 job.min_available,
-                job_detail(s, j)
+                detail
             )
         } else {
-            format!(
-                "{left}/{} tasks unschedulable: {}",
-                job.tasks.len(),
-                job_detail(s, j)
-            )
+            format!("{left}/{} tasks unschedulable: {}", job.tasks.len(), detail)
         };
         Some(Unschedulable { reason, message })
     }

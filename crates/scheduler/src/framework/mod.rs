@@ -7,10 +7,14 @@ mod dispatch;
 mod plugin;
 mod priority_queue;
 mod session;
+pub mod signals;
 mod statement;
 
 pub use close::{Decisions, Event, EventType, Unschedulable, Unwritten};
 pub use plugin::{Plugin, PluginSlot, Verdict, Vote};
 pub use priority_queue::PriorityQueue;
 pub use session::{Session, SessionError, SessionOptions};
+pub use signals::{
+    FAILED_SCHEDULING, POD_SCHEDULED, POD_UNSCHEDULABLE, PodUnschedulable, reason_part,
+};
 pub use statement::Statement;

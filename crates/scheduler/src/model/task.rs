@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use volcano_api::k8s_openapi;
 
 use super::gpu::GpuRequest;
@@ -136,6 +136,9 @@ pub struct TaskInfo {
     pub name_index: Option<i64>,
     /// The pod's `status.nominatedNodeName`.
     pub nominated_node: Option<String>,
+    /// The pod's `PodScheduled` condition as persisted, so a session decides whether to
+    /// write it from what the pod carries, not from what an earlier process wrote.
+    pub pod_scheduled: Option<Arc<PodCondition>>,
     /// kube-scheduler's non-zero (cpu, memory) request, for scoring.
     pub non_zero: (i64, i64),
     /// The pod as plugins read it (identity, labels, annotations, placement constraints,

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use volcano_api::scheduling::PodGroupCondition;
 
 use crate::framework::close::{
-    NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, satisfied_by_releasing,
+    NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, largest_node,
+    satisfied_by_releasing,
 };
 use crate::framework::{Plugin, Vote};
 use crate::model::{JobId, Snapshot, TaskId, TaskStatus};
@@ -190,6 +191,7 @@ impl Plugin for Gang {
     }
 
     fn on_session_close(&mut self, s: &mut Snapshot, session_uid: &str) {
+        let largest = largest_node(s);
         for j in s.job_ids() {
             // Volcano writes no condition for a PodGroup whose pods do not exist yet.
             if s.job(j).tasks.is_empty() {
@@ -208,7 +210,7 @@ impl Plugin for Gang {
                     ..Default::default()
                 }
             } else {
-                let (_, message) = gang_unschedulable(s, j);
+                let (_, message) = gang_unschedulable(s, j, &largest);
                 PodGroupCondition {
                     type_: UNSCHEDULABLE.to_string(),
                     status: "True".to_string(),

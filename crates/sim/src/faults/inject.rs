@@ -260,8 +260,10 @@ impl Faults {
                 Write::Lost => {}
             }
         }
-        // Events go last: a crash anywhere before them loses them all.
+        // Waiting pods' conditions, then events, go last: a crash anywhere before them loses
+        // them all (neither takes a roll, so the fault sequence of a seed stays as it was).
         if crash_at.is_none() {
+            out.pod_conditions = d.pod_conditions.clone();
             out.events = d.events_after_writes(&unwritten).cloned().collect();
         }
         out
