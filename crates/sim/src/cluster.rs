@@ -284,10 +284,8 @@ impl Cluster {
 
     /// Applies the decisions with the scheduler's own `apply_decisions`, and turns what
     /// changed into watch events: the pods bound or evicted, the PodGroups whose status moved.
-    /// A waiting pod's `PodScheduled` condition is written on the pod but not shown to the
-    /// controllers: the job controller takes a status update that leaves a pod Pending as an
-    /// OutOfSync event that cancels the pod's PodPending timeout (Volcano cancels it only on
-    /// PodRunning, PodFailed or PodEvicted), and no controller reads the condition.
+    /// A waiting pod's `PodScheduled` condition is a pod update like any other, as on a
+    /// cluster.
     /// Objects are matched on borrowed `namespace/name` halves and only those a decision
     /// touches are copied: a session costs nothing per untouched object, which matters when
     /// the simulator runs thousands of them.
@@ -299,6 +297,7 @@ impl Cluster {
             .map(|(p, _)| p.as_str())
             .chain(d.evictions.iter().map(String::as_str))
             .chain(d.nominated.iter().map(|(p, _)| p.as_str()))
+            .chain(d.pod_conditions.iter().map(|c| c.key.as_str()))
             .map(split_key)
             .collect();
         let old_pods: BTreeMap<String, Pod> = if touched.is_empty() {

@@ -215,7 +215,8 @@ impl JobController {
             event
         };
         let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
-        self.cancel_delayed_for_pod(&key, &pod_uid, event);
+        let phase_now = new.map(pod_phase);
+        self.cancel_delayed_for_pod(&key, &pod_uid, event, phase_now);
         self.enqueue(
             key,
             Request {
@@ -232,8 +233,17 @@ impl JobController {
     }
 
     /// A pod moving on makes a delayed action about its earlier state moot: a pod that left
-    /// Pending cancels its PodPending timeout, a pod that runs again cancels its failure's.
-    fn cancel_delayed_for_pod(&mut self, key: &JobKey, pod_uid: &str, event: BusEvent) {
+    /// Pending (or is gone) cancels its PodPending timeout, a pod that runs again cancels its
+    /// failure's. A pod still Pending keeps its timeout whatever else changed on it (the
+    /// scheduler's `PodScheduled` condition, an annotation), as in Volcano, where only
+    /// PodRunning, PodFailed and PodEvicted clean a pod's delayed actions.
+    fn cancel_delayed_for_pod(
+        &mut self,
+        key: &JobKey,
+        pod_uid: &str,
+        event: BusEvent,
+        phase_now: Option<&str>,
+    ) {
         let Some(list) = self.delayed.get_mut(key) else {
             return;
         };
@@ -242,7 +252,7 @@ impl JobController {
                 return true;
             }
             let moot = match d.request.event {
-                BusEvent::PodPending => event != BusEvent::PodPending,
+                BusEvent::PodPending => phase_now != Some("Pending"),
                 BusEvent::PodFailed | BusEvent::PodEvicted => event == BusEvent::PodRunning,
                 _ => false,
             };
