@@ -312,20 +312,26 @@ async fn a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart(cluster: C
     ctl.stop().await;
 }
 
-// Local tier only: a real API server refuses a Queue without `spec` (our CRD requires it), but
-// one stored under an older CRD that did not, or restored from a backup, reads the same way.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_queue_written_without_spec_neither_stalls_the_watch_nor_its_jobs() {
-    let cluster = Cluster::start(1).await;
+both_tiers!(
+    a_queue_written_with_an_empty_spec_neither_stalls_the_watch_nor_its_jobs,
+    1,
+    super::a_queue_written_with_an_empty_spec_neither_stalls_the_watch_nor_its_jobs
+);
+
+// Both API servers refuse a Queue without `spec` (the CRD requires it); one with an empty
+// spec is taken, and reads with Volcano's defaults.
+async fn a_queue_written_with_an_empty_spec_neither_stalls_the_watch_nor_its_jobs(
+    cluster: Cluster,
+) {
     let client = cluster.client();
-    // A typed watch would fail on this object and, with it, the whole list of queues.
+    // Every field of the spec left to its default.
     let queues: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &kube::discovery::ApiResource::erase::<Queue>(&()),
     );
     let bare: DynamicObject = serde_json::from_value(serde_json::json!({
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-        "metadata": {"name": "bare"}
+        "metadata": {"name": "bare"}, "spec": {}
     }))
     .unwrap();
     queues.create(&PostParams::default(), &bare).await.unwrap();

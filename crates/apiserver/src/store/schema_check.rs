@@ -83,6 +83,7 @@ fn check(value: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
     }
     match value {
         Value::Object(map) => {
+            missing(map, schema, &format!("{path}."), out);
             for (key, v) in map {
                 let sub = schema
                     .get("properties")
@@ -104,13 +105,31 @@ fn check(value: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
     }
 }
 
-/// Refuses a custom resource whose `spec` or `status` does not match its CRD's schema.
+/// Records a `Required value` for each field the schema requires that `map` lacks (a null
+/// counts as absent), as the server's structural validation does.
+fn missing(
+    map: &serde_json::Map<String, Value>,
+    schema: &Value,
+    prefix: &str,
+    out: &mut Vec<FieldError>,
+) {
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        if map.get(name).is_none_or(Value::is_null) {
+            out.push(FieldError::required(format!("{prefix}{name}"), ""));
+        }
+    }
+}
+
+/// Refuses a custom resource whose `spec` or `status` does not match its CRD's schema, or
+/// that lacks a field the schema requires (a Queue without `spec`).
 pub fn custom_resource(kind: &KindInfo, object: &Value) -> Result<(), ApiError> {
     let Some(schema) = crd_schema(kind) else {
         return Ok(());
     };
     let mut errors = Vec::new();
     if let Value::Object(map) = object {
+        missing(map, schema, "", &mut errors);
         for (key, v) in map {
             if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
                 continue;
@@ -135,6 +154,18 @@ mod tests {
     use super::*;
     use crate::kinds;
     use serde_json::json;
+
+    #[test]
+    fn a_queue_without_its_required_spec_is_refused_as_a_real_server_refuses_it() {
+        let queues = kinds::find("queues").unwrap();
+        let bare = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                          "metadata": {"name": "bare"}});
+        let e = custom_resource(queues, &bare).unwrap_err();
+        assert!(e.message.contains("spec: Required value"), "{}", e.message);
+        let ok = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                        "metadata": {"name": "q"}, "spec": {"weight": 1}});
+        assert!(custom_resource(queues, &ok).is_ok());
+    }
 
     #[test]
     fn a_job_of_the_wrong_shape_is_refused_field_by_field() {

@@ -106,7 +106,7 @@ fn create_checks_namespace_and_names() {
     let name = meta::meta_str(&made, "name");
     assert!(name.starts_with("web-") && name.len() == 9, "{name}");
     // Cluster-scoped objects lose any namespace they are sent with.
-    let q = json!({"metadata": {"name": "q1", "namespace": "default"}});
+    let q = json!({"metadata": {"name": "q1", "namespace": "default"}, "spec": {}});
     let q = s.create(kind("queues"), None, q, &w()).unwrap();
     assert!(q["metadata"].get("namespace").is_none());
 }
@@ -318,7 +318,7 @@ fn owner_references_are_garbage_collected() {
     let mut p = pod("j-0");
     p["metadata"]["ownerReferences"] = owner.clone();
     let p = s.create(kinds::pods(), Some("default"), p, &w()).unwrap();
-    let pg = json!({"metadata": {"name": "j-pg", "ownerReferences": owner}});
+    let pg = json!({"metadata": {"name": "j-pg", "ownerReferences": owner}, "spec": {}});
     s.create(kind("podgroups"), Some("default"), pg, &w())
         .unwrap();
     // A grandchild, owned by the pod, goes too.
@@ -565,8 +565,8 @@ fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
     assert!(refused(&mut s, "nowhere").contains("unable to find job queue"));
     assert!(refused(&mut s, "root").contains("can not submit job to root queue"));
 
-    // A queue written without spec reads with the defaults.
-    let closed = json!({"metadata": {"name": "closed"}});
+    // A queue written with an empty spec reads with the defaults.
+    let closed = json!({"metadata": {"name": "closed"}, "spec": {}});
     let closed = s.create(kind("queues"), None, closed, &w()).unwrap();
     let mut with_status = (*closed).clone();
     with_status["status"] = json!({"state": "Closed"});
@@ -585,7 +585,7 @@ fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
 }
 
 #[test]
-fn a_job_without_spec_is_refused_with_the_reason() {
+fn a_job_without_spec_is_refused_as_the_crd_requires_it() {
     let mut s = store();
     let err = s
         .create(
@@ -595,12 +595,13 @@ fn a_job_without_spec_is_refused_with_the_reason() {
             &w(),
         )
         .unwrap_err();
-    assert_eq!(err.code(), 400, "{err:?}");
+    // What a real API server answers: the CRD's schema requires `spec`.
+    assert_eq!(err.code(), 422, "{err:?}");
     assert!(
         err.to_status()["message"]
             .as_str()
             .unwrap()
-            .contains("spec.tasks"),
+            .contains("spec: Required value"),
         "{err:?}"
     );
 }
