@@ -67,9 +67,16 @@ impl ChangeError {
         }
     }
 
-    /// The refusal of `change` as the user is told of it, when it is a lasting one.
+    /// The refusal of `change` as the user is told of it, when it is a lasting one. A 404
+    /// is lasting for a create (its namespace is gone), not for an update or a delete (the
+    /// object went meanwhile, and the watch will say so).
     pub fn refusal(&self, change: &Change) -> Option<Refusal> {
-        if !self.is_lasting() {
+        let creates = matches!(
+            change,
+            Change::CreatePod(_) | Change::CreatePodGroup(_) | Change::Create(_)
+        );
+        let gone_namespace = creates && self.code() == Some(404);
+        if !(self.is_lasting() || gone_namespace) {
             return None;
         }
         let (what, message) = match self {
@@ -342,5 +349,57 @@ where
         Ok(_) => Ok(()),
         Err(e) if code(&e) == Some(404) => create(client, obj).await.map(|_| ()),
         Err(e) => Err(api_err(what, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: u16, reason: &str) -> ChangeError {
+        let status = kube::core::Status {
+            code,
+            reason: reason.into(),
+            message: format!("refused with {code}"),
+            ..kube::core::Status::default()
+        };
+        api_err("create Pod default/p", KubeError::Api(Box::new(status)))
+    }
+
+    fn create_pod() -> Change {
+        Change::CreatePod(Box::default())
+    }
+
+    fn delete_pod() -> Change {
+        Change::DeletePod {
+            namespace: "default".into(),
+            name: "p".into(),
+        }
+    }
+
+    #[test]
+    fn refusals_retrying_cannot_cure_are_told_and_passing_ones_are_retried() {
+        for code in [400, 403, 422] {
+            let r = refused(code, "Invalid").refusal(&create_pod()).unwrap();
+            assert_eq!(r.reason, "FailedCreate");
+            assert!(r.message.contains(&code.to_string()), "{}", r.message);
+            assert_eq!(r.what, "create Pod default/p");
+        }
+        assert_eq!(
+            refused(403, "Forbidden")
+                .refusal(&delete_pod())
+                .unwrap()
+                .reason,
+            "FailedDelete"
+        );
+        for code in [409, 429, 500, 503] {
+            assert!(
+                refused(code, "x").refusal(&create_pod()).is_none(),
+                "{code}"
+            );
+        }
+        // A namespace that is gone refuses a create for good; an object that went is no news.
+        assert!(refused(404, "NotFound").refusal(&create_pod()).is_some());
+        assert!(refused(404, "NotFound").refusal(&delete_pod()).is_none());
     }
 }
