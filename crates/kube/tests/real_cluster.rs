@@ -19,6 +19,7 @@ use volcano_api::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_apiserver::ServerOptions;
 use volcano_apiserver::kubelet::NodeSpec;
+use volcano_kube::metrics::label;
 
 fn phase(j: &Job) -> String {
     j.status
@@ -51,8 +52,9 @@ async fn wait_phase(client: &kube::Client, name: &str, want: &str, secs: u64) ->
     seen
 }
 
-/// Events (events.k8s.io) about `kind` `name`, as (reason, note).
-async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(String, String)> {
+/// Events (events.k8s.io) about `kind` `name`, as (reason, note, occurrences: a repeat
+/// aggregated into the event's series counts as many times as it happened).
+async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(String, String, u64)> {
     let events: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         "default",
@@ -73,7 +75,14 @@ async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(Str
         .items
         .iter()
         .filter(|e| s(&e.data, "/regarding/kind") == kind && s(&e.data, "/regarding/name") == name)
-        .map(|e| (s(&e.data, "/reason"), s(&e.data, "/note")))
+        .map(|e| {
+            let n = e
+                .data
+                .pointer("/series/count")
+                .and_then(Value::as_u64)
+                .unwrap_or(1);
+            (s(&e.data, "/reason"), s(&e.data, "/note"), n)
+        })
         .collect()
 }
 
@@ -133,7 +142,7 @@ async fn mpi_job_with_svc_and_ssh_runs_to_completion(cluster: Cluster) {
     let refused: Vec<_> = events_about(&client, "Job", "mpi")
         .await
         .into_iter()
-        .filter(|(r, _)| r.starts_with("Failed"))
+        .filter(|(r, _, _)| r.starts_with("Failed"))
         .collect();
     assert!(refused.is_empty(), "writes were refused: {refused:?}");
     sched.stop().await;
@@ -207,7 +216,7 @@ async fn a_restarted_svc_job_runs_again_without_stalling(cluster: Cluster) {
     let refused: Vec<_> = events_about(&client, "Job", "restarted")
         .await
         .into_iter()
-        .filter(|(r, _)| r.starts_with("Failed"))
+        .filter(|(r, _, _)| r.starts_with("Failed"))
         .collect();
     assert!(refused.is_empty(), "writes were refused: {refused:?}");
     sched.stop().await;
@@ -244,28 +253,44 @@ async fn a_pod_the_server_refuses_is_told_on_the_job_at_once_on(cluster: Cluster
     create(&client, body).await;
     let (told, events) = eventually(15, async || {
         let ev = events_about(&client, "Job", "gpu").await;
-        (ev.iter().any(|(r, _)| r == "FailedCreate"), ev)
+        (ev.iter().any(|(r, _, _)| r == "FailedCreate"), ev)
     })
     .await;
     assert!(told, "no FailedCreate event on the Job: {events:?}");
-    let (_, note) = events.iter().find(|(r, _)| r == "FailedCreate").unwrap();
+    let (_, note, _) = events.iter().find(|(r, _, _)| r == "FailedCreate").unwrap();
     assert!(
         note.contains("Limit must be set") && note.contains("gpu-worker-0"),
         "{note}"
     );
-    // Not retried into a termination: the job waits, Pending, for its template to be fixed.
+    // Not hammered: retried after 0.5, 1, 2 s... (the budget of 15 fast retries, 5 ms
+    // doubling, would have sent it some ten times by now and terminated the job later).
     tokio::time::sleep(Duration::from_secs(5)).await;
+    let attempts = ctl
+        .metrics
+        .changes
+        .get_or_create(&label("result", "failed"))
+        .get();
+    assert!(
+        (2..=6).contains(&attempts),
+        "{attempts} refused attempts in ~5 s"
+    );
     let j = Api::<Job>::namespaced(client.clone(), "default")
         .get("gpu")
         .await
         .unwrap();
-    assert_eq!(phase(&j), "Pending");
-    let refusals = events_about(&client, "Job", "gpu")
+    assert_eq!(
+        phase(&j),
+        "Pending",
+        "the job waits for its template to be fixed"
+    );
+    // Told once: a repeat would be counted in the event's series.
+    let told = events_about(&client, "Job", "gpu")
         .await
         .into_iter()
-        .filter(|(r, _)| r == "FailedCreate")
-        .count();
-    assert_eq!(refusals, 1, "the refused pod was sent again at once");
+        .filter(|(r, _, _)| r == "FailedCreate")
+        .map(|(_, _, n)| n)
+        .sum::<u64>();
+    assert_eq!(told, 1, "the same refusal was told again");
     sched.stop().await;
     ctl.stop().await;
 }
@@ -343,7 +368,14 @@ async fn protected_queues_cannot_be_deleted(cluster: Cluster) {
     }
     queue(&client, "eng", None).await;
     queue(&client, "eng-dev", Some("eng")).await;
-    let s = delete_queue(&client, "eng").await.unwrap_err();
+    // A policy with a custom resource for its parameters works once the API server has
+    // learnt that resource's REST mapping, some seconds after the CRD (until then it refuses
+    // every queue deletion with "failed to configure policy").
+    let (_, s) = eventually(60, async || {
+        let s = delete_queue(&client, "eng").await.unwrap_err();
+        (!s.message.contains("failed to configure policy"), s)
+    })
+    .await;
     assert!(s.code == 403 && s.message.contains("child queue"), "{s:?}");
     // A queue whose job runs holds resources.
     queue(&client, "busy", None).await;

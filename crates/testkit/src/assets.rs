@@ -9,6 +9,14 @@ pub const ASSETS_VAR: &str = "KUBEBUILDER_ASSETS";
 /// skipping it: CI sets it where it has put the binaries in place.
 pub const REQUIRE_VAR: &str = "VOLCANO_REQUIRE_REAL_CLUSTER";
 
+/// `program` in a folder of `PATH`, if any.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
 /// Paths of the real control plane's binaries.
 #[derive(Debug, Clone)]
 pub struct Assets {
@@ -38,13 +46,10 @@ impl Assets {
         };
         let kube_apiserver = find("kube-apiserver")
             .ok_or_else(|| format!("{} holds no kube-apiserver", dir.display()))?;
-        // envtest ships etcd beside the API server; Debian's etcd-server is on PATH.
+        // envtest ships etcd beside the API server; Debian's etcd-server puts it on PATH.
         let etcd = find("etcd")
-            .or_else(|| {
-                let system = PathBuf::from("/usr/bin/etcd");
-                system.is_file().then_some(system)
-            })
-            .ok_or_else(|| format!("{} holds no etcd, nor is /usr/bin/etcd", dir.display()))?;
+            .or_else(|| on_path("etcd"))
+            .ok_or_else(|| format!("{} holds no etcd, nor is one on PATH", dir.display()))?;
         Ok(Assets {
             kube_apiserver,
             etcd,

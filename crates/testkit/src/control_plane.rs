@@ -52,8 +52,23 @@ fn write(path: &Path, text: &str) -> Result<(), HarnessError> {
 
 impl RealControlPlane {
     /// Starts etcd, then the API server, then the controller manager, and waits until the
-    /// API server is ready.
+    /// API server is ready. A free port found may be taken by another process before it is
+    /// bound; such a start is tried again, on other ports, up to three times.
     pub async fn start(assets: &Assets) -> Result<RealControlPlane, HarnessError> {
+        let mut tries = 0;
+        loop {
+            match RealControlPlane::start_once(assets).await {
+                Err(HarnessError::NotReady { log, .. })
+                    if tries < 2 && log.contains("address already in use") =>
+                {
+                    tries += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn start_once(assets: &Assets) -> Result<RealControlPlane, HarnessError> {
         let dir = tempfile::Builder::new()
             .prefix("volcano-real-")
             .tempdir()
@@ -161,11 +176,12 @@ impl RealControlPlane {
 
     /// A client of the administrator.
     pub fn admin(&self) -> Result<Client, HarnessError> {
-        self.client_with_token(ADMIN_TOKEN)
+        self.client_with_token(ADMIN_TOKEN, "volcano-testkit")
     }
 
-    /// A client that authenticates with `token` (a ServiceAccount's, say).
-    pub fn client_with_token(&self, token: &str) -> Result<Client, HarnessError> {
+    /// A client that authenticates with `token` (a ServiceAccount's, say) and names itself
+    /// `agent` (the field manager of its writes).
+    pub fn client_with_token(&self, token: &str, agent: &str) -> Result<Client, HarnessError> {
         let url = self
             .url
             .parse()
@@ -178,6 +194,9 @@ impl RealControlPlane {
             ..AuthInfo::default()
         };
         config.read_timeout = Some(Duration::from_secs(30));
+        let agent = http::HeaderValue::from_str(agent)
+            .map_err(|e| HarnessError::Invalid(format!("user agent {agent:?}: {e}")))?;
+        config.headers.push((http::header::USER_AGENT, agent));
         Client::try_from(config).map_err(|e| HarnessError::kube("build a client", e))
     }
 

@@ -209,7 +209,8 @@ impl Drop for Kubelet {
     }
 }
 
-/// Stops a pod being deleted, then deletes it for good (grace 0, this pod only).
+/// Stops a pod being deleted, then deletes it for good (grace 0, this pod only), trying again
+/// while the API server is away, as a kubelet does until the pod is gone.
 async fn confirm_deletion(pods: Api<Pod>, pod: Pod, termination: Duration) {
     tokio::time::sleep(termination).await;
     let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
@@ -221,11 +222,17 @@ async fn confirm_deletion(pods: Api<Pod>, pod: Pod, termination: Duration) {
         }),
         ..DeleteParams::default()
     };
-    if let Err(e) = Api::<Pod>::namespaced(pods.into_client(), &ns)
-        .delete(&name, &params)
-        .await
-    {
-        tracing::debug!(pod = %name, error = %e, "test kubelet could not confirm a deletion");
+    let api = Api::<Pod>::namespaced(pods.into_client(), &ns);
+    for _ in 0..300 {
+        match api.delete(&name, &params).await {
+            // Gone, or another pod of that name now (the precondition failed): done.
+            Ok(_) => return,
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => return,
+            Err(e) => {
+                tracing::debug!(pod = %name, error = %e, "test kubelet retries a deletion");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
     }
 }
 

@@ -20,26 +20,9 @@ use crate::time::Instant;
 use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{Retry, RetryPolicy, WorkQueue};
 
-/// The longest wait before a turn the API server refused for a lasting reason is tried again
-/// (unless the job changes first); the waits grow from [`REFUSED_FIRST_RETRY`]. Some refusals
-/// that look lasting pass: a freshly restarted API server answers 403 until its RBAC caches
-/// and its REST mapping of a new CRD's kind are filled, and an RBAC grant or a quota may be
-/// fixed meanwhile. So the job is tried again soon at first, then every half minute.
-pub const REFUSED_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+mod refusal;
 
-/// The first wait after a lasting refusal; each further refusal in a row doubles it.
-pub const REFUSED_FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// A write the API server refused for a lasting reason, as the user is told of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The event reason: `FailedCreate`, `FailedUpdate` or `FailedDelete`.
-    pub reason: &'static str,
-    /// Which write (`create Pod default/mpi-worker-0`).
-    pub what: String,
-    /// The API server's message.
-    pub message: String,
-}
+pub use refusal::{REFUSED_FIRST_RETRY, REFUSED_RETRY, Refusal};
 
 /// A policy action waiting for its timeout.
 #[derive(Debug, Clone)]
@@ -459,46 +442,6 @@ impl JobController {
         } else {
             self.requests.remove(key);
         }
-    }
-
-    /// Reports a turn whose write the API server refused for a lasting reason (`refusal`: a
-    /// 403, a 422, ...), which retrying at once cannot cure. The user is told with a Warning
-    /// event on the Job (returned the first time this refusal is met in a row), and the turn
-    /// is tried again after a wait that grows from [`REFUSED_FIRST_RETRY`] to
-    /// [`REFUSED_RETRY`], or when the job changes, without spending the retry budget: the job
-    /// is never terminated for a refusal that is not its pods' doing.
-    pub fn refused(&mut self, key: &JobKey, refusal: &Refusal, now: Instant) -> Option<Event> {
-        if let Some(turn) = self.in_flight.remove(key) {
-            let pending = self.requests.entry(key.clone()).or_default();
-            if !pending.contains(&turn.request) {
-                pending.push_front(turn.request);
-            }
-        }
-        let (count, told) = self
-            .refusals
-            .get(key)
-            .map_or((0, None), |(n, r)| (*n, Some(r)));
-        let new = told != Some(refusal);
-        let wait = 1u32
-            .checked_shl(count)
-            .and_then(|f| REFUSED_FIRST_RETRY.checked_mul(f))
-            .map_or(REFUSED_RETRY, |d| d.min(REFUSED_RETRY));
-        self.refusals
-            .insert(key.clone(), (count.saturating_add(1), refusal.clone()));
-        self.queue.forget(key);
-        self.queue.done(key);
-        self.queue.add_after(key.clone(), now.after(wait));
-        new.then(|| Event {
-            object: format!("Job/{}/{}", key.0, key.1),
-            type_: volcano_api::event::EventType::Warning,
-            reason: refusal.reason.to_string(),
-            message: format!(
-                "{}: {}; tried again every {} s at most, or when the job changes",
-                refusal.what,
-                refusal.message,
-                REFUSED_RETRY.as_secs()
-            ),
-        })
     }
 
     /// Reports how the changes of a turn went. A failed turn is retried with backoff, its

@@ -188,8 +188,10 @@ impl ControllerRuntime {
         }
     }
 
-    /// Writes one turn's changes in order, stopping at the first refusal (the turn is retried
-    /// with backoff); what the API server returns goes into the cache and to the controllers.
+    /// Writes one turn's changes in order, stopping at the first refusal: a passing one (a
+    /// conflict, the server away) is retried with the work queue's backoff, a lasting one is
+    /// told on the Job and retried on the longer waits of `JobController::refused`. What the
+    /// API server returns goes into the cache and to the controllers.
     async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
         for c in changes {
             if let Change::Event(e) = c {

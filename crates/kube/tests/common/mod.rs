@@ -29,11 +29,17 @@ use volcano_testkit::{Assets, RealControlPlane, install};
 
 /// An API server with nodes and their kubelets.
 pub struct Cluster {
+    // Dropped last: the real tier's turn is held until the control plane is gone.
     backend: Backend,
     admin: Client,
     scheduler_client: Client,
     controllers_client: Client,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
+
+/// The real tier's turn, taken by each real-tier test of a test binary in turn.
+static REAL_TIER: std::sync::LazyLock<std::sync::Arc<tokio::sync::Mutex<()>>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// Which API server a test runs against.
 enum Backend {
@@ -119,6 +125,7 @@ impl Cluster {
         let config = kube::Config::new(server.url().parse().expect("url parses"));
         let admin = Client::try_from(config).expect("client builds");
         Cluster {
+            _turn: None,
             backend: Backend::Local {
                 server,
                 _kubelets: kubelets,
@@ -139,6 +146,9 @@ impl Cluster {
     /// [`Cluster::real`] with these nodes.
     pub async fn real_with_specs(specs: &[NodeSpec], test: &str) -> Option<Cluster> {
         let assets = Assets::or_skip(test)?;
+        // One real control plane at a time: two API servers, two etcds and two sets of
+        // components on two cores make every timing in the tests a coin toss.
+        let turn = REAL_TIER.clone().lock_owned().await;
         // `VOLCANO_TEST_LOG=1 cargo test ... -- --nocapture` shows the runtime's warnings.
         if std::env::var_os("VOLCANO_TEST_LOG").is_some() {
             let _ = tracing_subscriber::fmt()
@@ -167,15 +177,16 @@ impl Cluster {
                 .expect("service account token")
         };
         let scheduler_client = plane
-            .client_with_token(&token("volcano-scheduler").await)
+            .client_with_token(&token("volcano-scheduler").await, "volcano-scheduler")
             .expect("scheduler client");
         let controllers_client = plane
-            .client_with_token(&token("volcano-controllers").await)
+            .client_with_token(&token("volcano-controllers").await, "volcano-controllers")
             .expect("controllers client");
         let kubelets = ApiKubelets::start(admin.clone(), specs, ApiKubeletOptions::default())
             .await
             .expect("kubelets start");
         Some(Cluster {
+            _turn: Some(turn),
             backend: Backend::Real {
                 plane: Box::new(plane),
                 _kubelets: kubelets,
