@@ -86,6 +86,16 @@ async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(Str
         .collect()
 }
 
+/// Asserts that no write for Job `name` was refused (no `Failed*` event on it).
+async fn assert_no_write_refused(client: &kube::Client, name: &str) {
+    let refused: Vec<_> = events_about(client, "Job", name)
+        .await
+        .into_iter()
+        .filter(|(r, _, _)| r.starts_with("Failed"))
+        .collect();
+    assert!(refused.is_empty(), "writes were refused: {refused:?}");
+}
+
 fn container(name: &str, secs: u32, resources: Value) -> Value {
     json!({
         "name": name,
@@ -139,12 +149,7 @@ async fn mpi_job_with_svc_and_ssh_runs_to_completion(cluster: Cluster) {
     create(&client, mpi_job("mpi", 3)).await;
     let phases = wait_phase(&client, "mpi", "Completed", 60).await;
     assert!(phases.contains(&"Running".to_string()), "{phases:?}");
-    let refused: Vec<_> = events_about(&client, "Job", "mpi")
-        .await
-        .into_iter()
-        .filter(|(r, _, _)| r.starts_with("Failed"))
-        .collect();
-    assert!(refused.is_empty(), "writes were refused: {refused:?}");
+    assert_no_write_refused(&client, "mpi").await;
     sched.stop().await;
     ctl.stop().await;
 }
@@ -213,12 +218,7 @@ async fn a_restarted_svc_job_runs_again_without_stalling(cluster: Cluster) {
         "the svc plugin's host lists are back after the restart"
     );
     wait_phase(&client, "restarted", "Completed", 45).await;
-    let refused: Vec<_> = events_about(&client, "Job", "restarted")
-        .await
-        .into_iter()
-        .filter(|(r, _, _)| r.starts_with("Failed"))
-        .collect();
-    assert!(refused.is_empty(), "writes were refused: {refused:?}");
+    assert_no_write_refused(&client, "restarted").await;
     sched.stop().await;
     ctl.stop().await;
 }
