@@ -229,6 +229,88 @@ both_tiers!(
     super::a_restarted_svc_job_runs_again_without_stalling
 );
 
+/// A TensorFlow Job as Volcano's examples write it: a parameter server and two workers found
+/// through the `svc` plugin; the job completes when the workers do, and restarts whole when
+/// a pod fails.
+fn tensorflow_job(name: &str) -> Value {
+    let small = json!({"requests": {"cpu": "500m", "memory": "64Mi"}});
+    json!({
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minAvailable": 3,
+            "schedulerName": "volcano",
+            "plugins": {"env": [], "svc": []},
+            "policies": [
+                {"event": "PodEvicted", "action": "RestartJob"},
+                {"event": "PodFailed", "action": "RestartJob"},
+            ],
+            "tasks": [
+                {
+                    "name": "ps",
+                    "replicas": 1,
+                    "template": {"spec": {
+                        "restartPolicy": "Never",
+                        "containers": [container("tensorflow", 3600, small.clone())],
+                    }},
+                },
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+                    "template": {"spec": {
+                        "restartPolicy": "Never",
+                        "containers": [container("tensorflow", 6, small)],
+                    }},
+                },
+            ],
+        },
+    })
+}
+
+async fn a_failed_pod_restarts_a_tensorflow_job_which_then_completes(cluster: Cluster) {
+    let client = cluster.client();
+    let ctl = cluster.controllers("ctl-0");
+    let sched = cluster.scheduler("sched-0", false);
+    create(&client, tensorflow_job("tf")).await;
+    wait_phase(&client, "tf", "Running", 30).await;
+    // A worker dies (its node's kubelet reports it Failed, exit code 137).
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let failed = json!({"status": {"phase": "Failed", "containerStatuses": [{
+        "name": "tensorflow", "ready": false, "restartCount": 0, "image": "busybox:1.36",
+        "imageID": "", "state": {"terminated": {"exitCode": 137, "reason": "Error"}},
+    }]}});
+    pods.patch_status(
+        "tf-worker-0",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&failed),
+    )
+    .await
+    .unwrap();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let (restarted, seen) = eventually(30, async || {
+        let j = jobs.get("tf").await.unwrap();
+        let version = j.status.as_ref().map_or(0, |s| s.version);
+        (version >= 1 && phase(&j) == "Running", (version, phase(&j)))
+    })
+    .await;
+    assert!(
+        restarted,
+        "the job did not run again after the failure: {seen:?}"
+    );
+    wait_phase(&client, "tf", "Completed", 45).await;
+    assert_no_write_refused(&client, "tf").await;
+    sched.stop().await;
+    ctl.stop().await;
+}
+
+both_tiers!(
+    a_failed_pod_restarts_a_tensorflow_job_which_then_completes,
+    2,
+    super::a_failed_pod_restarts_a_tensorflow_job_which_then_completes
+);
+
 /// Two GPU nodes, so that a GPU gang is admitted and its pods are written.
 fn gpu_nodes() -> Vec<NodeSpec> {
     (0..2)
