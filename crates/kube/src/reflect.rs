@@ -132,10 +132,14 @@ impl Default for WatchBackoff {
 impl Iterator for WatchBackoff {
     type Item = Duration;
 
+    /// The next delay, spread over ±25% so that the many watches of every component that lost
+    /// one API server do not all come back at the same instant.
     fn next(&mut self) -> Option<Duration> {
         let now = self.next;
         self.next = (self.next * 2).min(Self::CAP);
-        Some(now)
+        let spread = f64::from(rand_core_06::RngCore::next_u32(&mut rand_core_06::OsRng))
+            / f64::from(u32::MAX);
+        Some(now.mul_f64(0.75 + 0.5 * spread))
     }
 }
 
@@ -167,13 +171,15 @@ mod tests {
 
     #[test]
     fn watch_retries_wait_at_most_a_second_and_start_over_after_a_success() {
+        let within =
+            |d: Duration, base: Duration| d >= base.mul_f64(0.75) && d <= base.mul_f64(1.25);
         let mut b = WatchBackoff::default();
         let delays: Vec<Duration> = b.by_ref().take(6).collect();
-        assert_eq!(delays[0], Duration::from_millis(100));
-        assert_eq!(delays[1], Duration::from_millis(200));
-        assert!(delays.iter().all(|d| *d <= WatchBackoff::CAP));
-        assert_eq!(delays[5], WatchBackoff::CAP);
+        assert!(within(delays[0], Duration::from_millis(100)), "{delays:?}");
+        assert!(within(delays[1], Duration::from_millis(200)), "{delays:?}");
+        assert!(within(delays[5], WatchBackoff::CAP), "{delays:?}");
+        assert!(delays.iter().all(|d| *d <= WatchBackoff::CAP.mul_f64(1.25)));
         b.reset();
-        assert_eq!(b.next(), Some(WatchBackoff::START));
+        assert!(within(b.next().unwrap_or_default(), WatchBackoff::START));
     }
 }
