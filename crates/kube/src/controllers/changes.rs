@@ -71,9 +71,13 @@ impl ChangeError {
     /// is lasting for a create (its namespace is gone), not for an update or a delete (the
     /// object went meanwhile, and the watch will say so).
     pub fn refusal(&self, change: &Change) -> Option<Refusal> {
+        // An update whose object is gone creates it again, so its 404 is a create's too.
         let creates = matches!(
             change,
-            Change::CreatePod(_) | Change::CreatePodGroup(_) | Change::Create(_)
+            Change::CreatePod(_)
+                | Change::CreatePodGroup(_)
+                | Change::Create(_)
+                | Change::Update(_)
         );
         let gone_namespace = creates && self.code() == Some(404);
         if !(self.is_lasting() || gone_namespace) {
