@@ -10,6 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::workloads::{container, mpi_job, tensorflow_job};
 use common::{Cluster, eventually};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::core::DynamicObject;
@@ -94,52 +95,6 @@ async fn assert_no_write_refused(client: &kube::Client, name: &str) {
         .filter(|(r, _, _)| r.starts_with("Failed"))
         .collect();
     assert!(refused.is_empty(), "writes were refused: {refused:?}");
-}
-
-fn container(name: &str, secs: u32, resources: Value) -> Value {
-    json!({
-        "name": name,
-        "image": "busybox:1.36",
-        "command": ["sh", "-c", format!("sleep {secs}")],
-        "resources": resources,
-    })
-}
-
-/// An MPI Job as Volcano's examples write it: `ssh`, `svc` and `env` plugins, a master that
-/// completes the job when it completes, and two workers.
-fn mpi_job(name: &str, master_secs: u32) -> Value {
-    let small = json!({"requests": {"cpu": "500m", "memory": "64Mi"}});
-    json!({
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "minAvailable": 3,
-            "schedulerName": "volcano",
-            "queue": "default",
-            "plugins": {"ssh": [], "svc": [], "env": []},
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
-            "tasks": [
-                {
-                    "name": "mpimaster",
-                    "replicas": 1,
-                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
-                    "template": {"spec": {
-                        "restartPolicy": "OnFailure",
-                        "containers": [container("mpimaster", master_secs, small.clone())],
-                    }},
-                },
-                {
-                    "name": "mpiworker",
-                    "replicas": 2,
-                    "template": {"spec": {
-                        "restartPolicy": "OnFailure",
-                        "containers": [container("mpiworker", 60, small)],
-                    }},
-                },
-            ],
-        },
-    })
 }
 
 async fn mpi_job_with_svc_and_ssh_runs_to_completion(cluster: Cluster) {
@@ -228,46 +183,6 @@ both_tiers!(
     2,
     super::a_restarted_svc_job_runs_again_without_stalling
 );
-
-/// A TensorFlow Job as Volcano's examples write it: a parameter server and two workers found
-/// through the `svc` plugin; the job completes when the workers do, and restarts whole when
-/// a pod fails.
-fn tensorflow_job(name: &str) -> Value {
-    let small = json!({"requests": {"cpu": "500m", "memory": "64Mi"}});
-    json!({
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "minAvailable": 3,
-            "schedulerName": "volcano",
-            "plugins": {"env": [], "svc": []},
-            "policies": [
-                {"event": "PodEvicted", "action": "RestartJob"},
-                {"event": "PodFailed", "action": "RestartJob"},
-            ],
-            "tasks": [
-                {
-                    "name": "ps",
-                    "replicas": 1,
-                    "template": {"spec": {
-                        "restartPolicy": "Never",
-                        "containers": [container("tensorflow", 3600, small.clone())],
-                    }},
-                },
-                {
-                    "name": "worker",
-                    "replicas": 2,
-                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
-                    "template": {"spec": {
-                        "restartPolicy": "Never",
-                        "containers": [container("tensorflow", 6, small)],
-                    }},
-                },
-            ],
-        },
-    })
-}
 
 async fn a_failed_pod_restarts_a_tensorflow_job_which_then_completes(cluster: Cluster) {
     let client = cluster.client();
