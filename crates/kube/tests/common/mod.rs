@@ -205,6 +205,11 @@ impl Cluster {
         self.admin.clone()
     }
 
+    /// The controllers' client (in the real tier, with their ServiceAccount's permissions).
+    pub fn controllers_client(&self) -> Client {
+        self.controllers_client.clone()
+    }
+
     /// Whether this is the real tier.
     pub fn is_real(&self) -> bool {
         matches!(self.backend, Backend::Real { .. })

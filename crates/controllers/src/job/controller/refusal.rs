@@ -17,7 +17,7 @@ use crate::time::Instant;
 pub const REFUSED_RETRY: Duration = Duration::from_secs(30);
 
 /// The first wait after a lasting refusal; each further refusal in a row doubles it.
-pub const REFUSED_FIRST_RETRY: Duration = Duration::from_millis(500);
+pub const REFUSED_FIRST_RETRY: Duration = Duration::from_millis(200);
 
 /// A write the API server refused for a lasting reason, as the user is told of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
