@@ -31,6 +31,17 @@ fn fits(ty: &str, v: &Value) -> bool {
     }
 }
 
+/// `path: Invalid value: "<type>": path in body must be of type <want>: "<type>"`.
+fn type_invalid(path: &str, want: &str, value: &Value) -> FieldError {
+    let got = type_name(value);
+    FieldError::new(
+        FieldErrorType::TypeInvalid,
+        path,
+        Value::String(got.to_string()),
+        format!("{path} in body must be of type {want}: \"{got}\""),
+    )
+}
+
 fn check(value: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
     // Null where the schema does not allow it is dropped by the server, not refused.
     if value.is_null() {
@@ -42,32 +53,14 @@ fn check(value: &Value, schema: &Value, path: &str, out: &mut Vec<FieldError>) {
         == Some(true)
     {
         if !(fits("integer", value) || value.is_string()) {
-            let detail = format!(
-                "{path} in body must be of type integer,string: \"{}\"",
-                type_name(value)
-            );
-            out.push(FieldError::new(
-                FieldErrorType::TypeInvalid,
-                path,
-                Value::String(type_name(value).to_string()),
-                detail,
-            ));
+            out.push(type_invalid(path, "integer,string", value));
         }
         return;
     }
     if let Some(ty) = schema.get("type").and_then(Value::as_str)
         && !fits(ty, value)
     {
-        let detail = format!(
-            "{path} in body must be of type {ty}: \"{}\"",
-            type_name(value)
-        );
-        out.push(FieldError::new(
-            FieldErrorType::TypeInvalid,
-            path,
-            Value::String(type_name(value).to_string()),
-            detail,
-        ));
+        out.push(type_invalid(path, ty, value));
         return;
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)

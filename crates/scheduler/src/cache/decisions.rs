@@ -25,17 +25,13 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
         {
             spec.node_name = Some((*node).to_string());
             // As the API server's binding does: the pod is scheduled now.
-            let conds = p
-                .status
-                .get_or_insert_with(Default::default)
-                .conditions
-                .get_or_insert_with(Vec::new);
-            conds.retain(|x| x.type_ != crate::framework::POD_SCHEDULED);
-            conds.push(PodCondition {
-                type_: crate::framework::POD_SCHEDULED.to_string(),
-                status: "True".to_string(),
-                ..Default::default()
-            });
+            replace_pod_scheduled(
+                p,
+                PodCondition {
+                    status: "True".to_string(),
+                    ..Default::default()
+                },
+            );
         }
     }
     let nominated: HashMap<&str, &str> = d
@@ -104,6 +100,19 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
 /// Sets a waiting pod's `PodScheduled` condition, as the pods/status patch does in a cluster:
 /// the condition of that type is replaced, the others are kept.
 pub fn set_pod_scheduled(pod: &mut Pod, c: &crate::framework::PodUnschedulable) {
+    replace_pod_scheduled(
+        pod,
+        PodCondition {
+            status: "False".to_string(),
+            reason: Some(c.reason.clone()),
+            message: Some(c.message.clone()),
+            ..Default::default()
+        },
+    );
+}
+
+/// Puts `condition` in as the pod's one `PodScheduled` condition, keeping the others.
+fn replace_pod_scheduled(pod: &mut Pod, condition: PodCondition) {
     let conds = pod
         .status
         .get_or_insert_with(Default::default)
@@ -112,9 +121,6 @@ pub fn set_pod_scheduled(pod: &mut Pod, c: &crate::framework::PodUnschedulable) 
     conds.retain(|x| x.type_ != crate::framework::POD_SCHEDULED);
     conds.push(PodCondition {
         type_: crate::framework::POD_SCHEDULED.to_string(),
-        status: "False".to_string(),
-        reason: Some(c.reason.clone()),
-        message: Some(c.message.clone()),
-        ..Default::default()
+        ..condition
     });
 }
