@@ -14,6 +14,7 @@ mod sim_output;
 mod soak;
 mod up;
 mod vcctl;
+mod webhook;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -41,6 +42,8 @@ enum Command {
     Scheduler(Box<runtime::SchedulerArgs>),
     /// Run the controllers (Jobs, PodGroups, Queues, Commands) against a Kubernetes API server.
     ControllerManager(Box<runtime::ControllerManagerArgs>),
+    /// Serve Volcano's admission webhooks (Jobs, Queues, PodGroups, Pods) over HTTPS.
+    WebhookManager(Box<runtime::WebhookManagerArgs>),
     /// Print the CustomResourceDefinitions of Volcano's kinds, as YAML.
     Crds(crds::CrdsArgs),
     /// Volcano Jobs on a cluster: run, list, view, suspend, resume, delete (as vcctl).
@@ -116,7 +119,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Scheduler(_) | Command::ControllerManager(_) | Command::Up(_)
+        Command::Scheduler(_)
+            | Command::ControllerManager(_)
+            | Command::WebhookManager(_)
+            | Command::Up(_)
     ) {
         // A service logs what it does, with times, every line: a condition that comes back
         // an hour later is news.
@@ -143,6 +149,7 @@ fn main() -> ExitCode {
         },
         Command::Scheduler(args) => runtime::run_scheduler(&args),
         Command::ControllerManager(args) => runtime::run_controller_manager(&args),
+        Command::WebhookManager(args) => webhook::run(&args),
         Command::Crds(args) => crds::run(&args),
         Command::Job(cmd) => vcctl::run_job(cmd),
         Command::Queue(cmd) => vcctl::run_queue(cmd),

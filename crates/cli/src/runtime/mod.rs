@@ -20,6 +20,10 @@ use volcano_kube::{Stop, shutdown_signal, stop_channel};
 
 use crate::Failure;
 
+pub mod webhook_flags;
+
+pub use webhook_flags::WebhookManagerArgs;
+
 /// Connection and election flags both components take.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CommonArgs {
