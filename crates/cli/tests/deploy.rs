@@ -138,6 +138,8 @@ fn files_apply_in_dependency_order() {
             "30-scheduler-configmap.yaml",
             "40-scheduler.yaml",
             "50-controller-manager.yaml",
+            "60-admission.yaml",
+            "65-admission-webhooks.yaml",
         ]
     );
 }
@@ -151,6 +153,8 @@ fn namespaced_objects_live_in_volcano_system() {
         "ClusterRoleBinding",
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     ];
     for o in applied() {
         let kind = o["kind"].as_str().unwrap_or_default();
@@ -479,6 +483,83 @@ fn bindings_name_existing_roles_and_accounts() {
             assert_eq!(s["kind"], "ServiceAccount");
             assert_eq!(s["namespace"], NAMESPACE);
             find(&objects, "ServiceAccount", s["name"].as_str().unwrap());
+        }
+    }
+}
+
+#[test]
+fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
+    let objects = applied();
+    let c = container(&objects, "volcano-admission");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "webhook-manager");
+    let enabled = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--enabled-admission="))
+        .expect("--enabled-admission");
+    let service = find(&objects, "Service", "volcano-admission-service");
+    assert_eq!(service["spec"]["ports"][0]["port"], 443);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "webhook");
+    assert_eq!(c["ports"][0]["name"], "webhook");
+    assert!(args.contains(&"--port=8443"));
+    assert_eq!(c["ports"][0]["containerPort"], 8443);
+    let d = find(&objects, "Deployment", "volcano-admission");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["serviceAccountName"],
+        "volcano-admission"
+    );
+    let configurations: Vec<&Value> = objects
+        .iter()
+        .filter(|o| {
+            o["kind"] == "MutatingWebhookConfiguration"
+                || o["kind"] == "ValidatingWebhookConfiguration"
+        })
+        .collect();
+    assert_eq!(configurations.len(), 8);
+    for conf in configurations {
+        let name = conf["metadata"]["name"].as_str().unwrap();
+        for hook in conf["webhooks"].as_array().unwrap() {
+            let target = &hook["clientConfig"]["service"];
+            assert_eq!(target["name"], "volcano-admission-service", "{name}");
+            assert_eq!(target["namespace"], NAMESPACE, "{name}");
+            let path = target["path"].as_str().unwrap();
+            assert!(
+                enabled.split(',').any(|p| p == path),
+                "{name}: {path} not served"
+            );
+            assert_eq!(
+                name,
+                format!("volcano-admission-service{}", path.replace('/', "-")),
+                "Volcano's configuration names"
+            );
+            let timeout = hook["timeoutSeconds"].as_i64().unwrap();
+            assert!(
+                timeout <= 5,
+                "{name}: a hung webhook holds writes {timeout}s"
+            );
+            let resource = hook["rules"][0]["resources"][0].as_str().unwrap();
+            let policy = hook["failurePolicy"].as_str().unwrap();
+            if resource == "queues" {
+                assert_eq!(
+                    policy, "Fail",
+                    "{name}: queue trees are never written unchecked"
+                );
+            } else {
+                assert_eq!(
+                    policy, "Ignore",
+                    "{name}: a webhook that is down blocks no {resource}"
+                );
+                let excluded = &hook["namespaceSelector"]["matchExpressions"][0]["values"];
+                assert!(
+                    excluded.as_array().unwrap().iter().any(|v| v == NAMESPACE),
+                    "{name}: the webhook's own pods must start without it"
+                );
+            }
         }
     }
 }

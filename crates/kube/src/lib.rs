@@ -20,6 +20,7 @@ pub mod reflect;
 pub mod scheduler;
 pub mod serve;
 pub mod ssh_keys;
+pub mod webhook;
 
 use tokio::sync::watch;
 

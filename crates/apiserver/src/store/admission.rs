@@ -1,70 +1,49 @@
-//! Volcano's Job admission webhooks, run in process: a Volcano Job is defaulted
-//! (`mutatejob.volcano.sh`) and validated (`validatejob.volcano.sh`) on create and update, with
-//! the rules of `volcano_controllers::admission`. A refused Job is not stored, and the client
-//! gets the error a cluster running Volcano's webhooks gives: 400, "admission webhook ...
-//! denied the request: <reason>".
+//! Volcano's admission webhooks, run in process with the rules of
+//! `volcano_controllers::admission::review`, the same the webhook server answers with on a
+//! cluster: Jobs, Queues and PodGroups are defaulted and validated, pods' budget annotations
+//! checked. A refused object is not stored, and the client gets the error a cluster running
+//! Volcano's webhooks gives: 400, "admission webhook ... denied the request: <reason>".
 //!
-//! A Job to a queue that is not Open is admitted and waits Pending, where Volcano's webhook
-//! refuses it; a missing queue, the root queue and a parent queue are refused as in Volcano.
-//!
-//! Unlike Volcano, whose mutating webhook runs on create only, defaults are applied on update
-//! too. Otherwise a second `kubectl apply` of an unchanged Job file is refused: kubectl sends
-//! the task list as written, without the `maxRetry` and `minAvailable` the first create
+//! Unlike Volcano, whose mutating webhook runs on create only, Job defaults are applied on
+//! update too. Otherwise a second `kubectl apply` of an unchanged Job file is refused: kubectl
+//! sends the task list as written, without the `maxRetry` and `minAvailable` the first create
 //! defaulted, and the update rules see those fields change.
 
 use serde_json::Value;
-use volcano_api::batch::Job;
 use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::{
-    self, AdmissionError, check_leaf_queue, check_queue, check_queue_deletion, validate_job_update,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
 };
 
-use super::meta::meta_str;
 use super::{Store, validate};
-use crate::error::{ApiError, Reason};
+use crate::error::ApiError;
 use crate::kinds::{self, KindInfo};
-
-const VALIDATING_WEBHOOK: &str = "validatejob.volcano.sh";
 
 fn is_volcano_job(kind: &KindInfo) -> bool {
     kind.group == "batch.volcano.sh" && kind.resource == "jobs"
 }
 
-fn denied(e: &AdmissionError) -> ApiError {
-    denied_with(&e.to_string())
-}
-
-fn denied_with(why: &str) -> ApiError {
+fn denied_by(endpoint: Endpoint, why: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "admission webhook \"{VALIDATING_WEBHOOK}\" denied the request: {why}"
+        "admission webhook \"{}\" denied the request: {why}",
+        endpoint.webhook_name()
     ))
 }
 
-/// Reads a Job body; a body that is not a Job is invalid, as the CRD's schema would find. A
-/// Job without `spec` reads as one with an empty spec, which validation then explains.
-fn parse_job(kind: &KindInfo, object: &Value) -> Result<Job, ApiError> {
-    custom_resource::from_value(object.clone())
-        .map_err(|e| ApiError::invalid(kind, meta_str(object, "name"), &e.to_string()))
-}
+/// The queues of the store, as the rules look them up.
+struct StoreView<'a>(&'a Store);
 
-/// Applies Volcano's Job defaults to `object` as the webhook's JSON patch would, so fields this
-/// server does not model are kept as written; returns the defaulted Job.
-fn default_in_place(kind: &KindInfo, object: &mut Value) -> Result<Job, ApiError> {
-    // The defaults patch fields under `spec`, so it must exist to be patched.
-    custom_resource::ensure_spec(object);
-    let mut job = parse_job(kind, object)?;
-    let internal = |e: &dyn std::fmt::Display| {
-        ApiError::new(
-            Reason::InternalError,
-            format!("defaulting the Job failed: {e}"),
-        )
-    };
-    let before = serde_json::to_value(&job).map_err(|e| internal(&e))?;
-    admission::default_job(&mut job);
-    let after = serde_json::to_value(&job).map_err(|e| internal(&e))?;
-    json_patch::patch(object, &json_patch::diff(&before, &after)).map_err(|e| internal(&e))?;
-    Ok(job)
+impl AdmissionView for StoreView<'_> {
+    fn queue(&self, name: &str) -> Option<Queue> {
+        let kind = kinds::find("queues")?;
+        let q = self.0.stored(kind, None, name).ok()?;
+        custom_resource::from_value((*q).clone()).ok()
+    }
+
+    fn queues(&self) -> Vec<Queue> {
+        self.0.queues()
+    }
 }
 
 /// The part of Kubernetes' pod template validation Volcano's webhook runs on each task that
@@ -82,7 +61,7 @@ fn check_templates(object: &Value) -> Result<(), ApiError> {
             .unwrap_or(Value::Null);
         default_requests(&mut spec);
         let errors = validate::pod_spec_errors(kinds::pods(), &spec, "template.spec")
-            .map_err(|e| denied_with(&e.message))?;
+            .map_err(|e| denied_by(Endpoint::JobsValidate, &e.message))?;
         if !errors.is_empty() {
             message.push_str(&format!("spec.task[{index}]."));
             for e in errors {
@@ -93,7 +72,7 @@ fn check_templates(object: &Value) -> Result<(), ApiError> {
     if message.is_empty() {
         Ok(())
     } else {
-        Err(denied_with(&message))
+        Err(denied_by(Endpoint::JobsValidate, &message))
     }
 }
 
@@ -127,73 +106,79 @@ fn default_requests(spec: &mut Value) {
 }
 
 impl Store {
-    /// Defaults and validates a Job being created; other kinds pass untouched.
-    pub(super) fn admit_create(&self, kind: &KindInfo, object: &mut Value) -> Result<(), ApiError> {
-        if !is_volcano_job(kind) {
-            return Ok(());
+    /// Runs the webhooks registered for `operation` on `kind`, mutating ones first, as the API
+    /// server calls them; `object` takes the defaults.
+    fn admit(
+        &self,
+        kind: &KindInfo,
+        operation: Operation,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let settings = AdmissionSettings::default();
+        let view = StoreView(self);
+        let mut object = object;
+        for endpoint in Endpoint::ALL {
+            let (group, resource) = endpoint.resource();
+            // Job defaults apply on update too (see the module's note).
+            let registered = endpoint.operations().contains(&operation)
+                || (endpoint == Endpoint::JobsMutate && operation == Operation::Update);
+            if group != kind.group || resource != kind.resource || !registered {
+                continue;
+            }
+            let request = Request {
+                endpoint,
+                operation,
+                object: object.as_deref(),
+                old_object: old,
+            };
+            match review(request, &view, &settings) {
+                Verdict::Denied(why) => return Err(denied_by(endpoint, &why)),
+                Verdict::Allowed(patch) if !patch.is_empty() => {
+                    let Some(target) = object.as_deref_mut() else {
+                        continue;
+                    };
+                    let patch: json_patch::Patch = serde_json::from_value(patch.to_json())
+                        .map_err(|e| denied_by(endpoint, &format!("bad patch: {e}")))?;
+                    json_patch::patch(target, &patch)
+                        .map_err(|e| denied_by(endpoint, &format!("bad patch: {e}")))?;
+                }
+                Verdict::Allowed(_) => {}
+            }
         }
-        let job = default_in_place(kind, object)?;
-        admission::validate_job(&job).map_err(|e| denied(&e))?;
-        check_templates(object)?;
-        let queues = self.queues();
-        let name = job.spec.queue.as_str();
-        let queue = queues
-            .iter()
-            .find(|q| q.metadata.name.as_deref() == Some(name));
-        match check_queue(name, queue) {
-            Ok(()) => {}
-            // Volcano's webhook also refuses a queue that is not Open. Here such a Job is
-            // admitted and held Pending, as the scheduler holds every job of a closed queue: a
-            // user who closes a queue for maintenance sees new work wait rather than fail.
-            Err(_) if queue.is_some() && name != "root" => {}
-            Err(e) => return Err(denied(&e)),
-        }
-        let children = queues.iter().filter(|q| q.spec.parent == name).count();
-        check_leaf_queue(name, children).map_err(|e| denied(&e))
+        Ok(())
     }
 
-    /// Defaults and validates an update of a Job: Volcano lets only replicas, minAvailable and
-    /// the priority class change.
+    /// Defaults and validates an object being created.
+    pub(super) fn admit_create(&self, kind: &KindInfo, object: &mut Value) -> Result<(), ApiError> {
+        if is_volcano_job(kind) {
+            custom_resource::ensure_spec(object);
+        }
+        self.admit(kind, Operation::Create, Some(object), None)?;
+        if is_volcano_job(kind) {
+            check_templates(object)?;
+        }
+        Ok(())
+    }
+
+    /// Defaults and validates an update: Volcano lets a Job change only its replicas,
+    /// minAvailable and priority class.
     pub(super) fn admit_update(
         &self,
         kind: &KindInfo,
         old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
-        if !is_volcano_job(kind) || old.get("spec") == new.get("spec") {
+        if is_volcano_job(kind) && old.get("spec") == new.get("spec") {
             return Ok(());
         }
-        let job = default_in_place(kind, new)?;
-        validate_job_update(&parse_job(kind, old)?, &job).map_err(|e| denied(&e))
+        self.admit(kind, Operation::Update, Some(new), Some(old))
     }
 
     /// Refuses the deletion of a queue that must stay (`default`, `root`, one whose PodGroups
-    /// hold resources, a parent), as the ValidatingAdmissionPolicy of `deploy/` does on a
-    /// cluster, with its message.
+    /// hold resources, a parent).
     pub(super) fn admit_delete(&self, kind: &KindInfo, old: &Value) -> Result<(), ApiError> {
-        if kind.group != "scheduling.volcano.sh" || kind.resource != "queues" {
-            return Ok(());
-        }
-        let Ok(queue) = custom_resource::from_value::<Queue>(old.clone()) else {
-            return Ok(());
-        };
-        let name = queue.metadata.name.clone().unwrap_or_default();
-        let mut children: Vec<String> = self
-            .queues()
-            .into_iter()
-            .filter(|q| q.spec.parent == name && q.metadata.name.as_deref() != Some(&name))
-            .filter_map(|q| q.metadata.name)
-            .collect();
-        children.sort();
-        check_queue_deletion(&queue, &children).map_err(|e| {
-            let message = format!(
-                "{} \"{name}\" is forbidden: ValidatingAdmissionPolicy 'volcano-queue-deletion' \
-                 with binding 'volcano-queue-deletion' denied request: {}",
-                kind.qualified(),
-                e.message
-            );
-            ApiError::about(Reason::Forbidden, kind, &name, message)
-        })
+        self.admit(kind, Operation::Delete, None, Some(old))
     }
 
     /// The Queues stored. A Queue written without `spec` has the defaults; one that cannot be

@@ -553,7 +553,7 @@ fn an_invalid_volcano_job_is_refused_and_not_stored() {
 }
 
 #[test]
-fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
+fn a_job_to_a_missing_root_or_closed_queue_is_refused_as_volcanos_webhook_does() {
     let mut s = store();
     let refused = |s: &mut Store, queue: &str| {
         let body = job(s, "j", json!({"spec": {"queue": queue}}));
@@ -579,9 +579,9 @@ fn a_job_to_a_missing_or_root_queue_is_refused_and_to_a_closed_one_admitted() {
         &w(),
     )
     .unwrap();
-    let body = job(&mut s, "j", json!({"spec": {"queue": "closed"}}));
-    s.create(kind("jobs"), Some("default"), body, &w())
-        .expect("held Pending by the scheduler, not refused");
+    assert!(refused(&mut s, "closed").contains(
+        "can only submit job to queue with state `Open`, queue `closed` status is `Closed`"
+    ));
 }
 
 #[test]

@@ -14,8 +14,12 @@ use volcano_api::scheduling::{Queue, queue_state};
 
 mod mutate;
 mod names;
+mod pod;
+mod podgroup;
 mod policies;
+mod queue;
 mod queue_delete;
+mod review;
 mod update;
 mod validate;
 
@@ -23,7 +27,14 @@ mod validate;
 mod tests;
 
 pub use mutate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER, default_job};
+pub use pod::validate_pod;
+pub use podgroup::validate_podgroup;
+pub use queue::{default_queue, validate_queue};
 pub use queue_delete::check_queue_deletion;
+pub use review::{
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict, review,
+    validate_new_job,
+};
 pub use update::validate_job_update;
 pub use validate::validate_job;
 

@@ -10,7 +10,7 @@ use super::names::{
     dns1123_label_errors, dns1123_subdomain_errors, go_list, qualified_name_errors,
 };
 use super::policies::validate_policies;
-use crate::job::plugins::KNOWN;
+use crate::job::plugins::{KNOWN, check_args};
 
 const NOT_A_DAG: &str =
     "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)";
@@ -84,8 +84,12 @@ pub fn validate_job(job: &Job) -> Result<(), super::AdmissionError> {
         );
     }
     validate_policies(&spec.policies, "spec.policies", &mut out);
-    for name in spec.plugins.keys() {
-        if !KNOWN.contains(&name.as_str()) {
+    for (name, args) in &spec.plugins {
+        if KNOWN.contains(&name.as_str()) {
+            if let Err(e) = check_args(name, args) {
+                out.push(format!("spec.plugins.{name}"), e.to_string());
+            }
+        } else {
             out.push(
                 format!("spec.plugins.{name}"),
                 format!(

@@ -26,6 +26,8 @@ use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics};
 use volcano_kube::scheduler::conf::ConfSource;
 use volcano_kube::scheduler::{SchedulerOptions, SchedulerRuntime};
 use volcano_kube::serve::Readiness;
+use volcano_kube::webhook::certs::{CertSource, GENERATED_VALIDITY};
+use volcano_kube::webhook::{WebhookOptions, WebhookServer};
 use volcano_testkit::kubelet::{ApiKubelets, KubeletOptions as ApiKubeletOptions};
 use volcano_testkit::{Assets, RealControlPlane, install};
 
@@ -36,7 +38,16 @@ pub struct Cluster {
     admin: Client,
     scheduler_client: Client,
     controllers_client: Client,
+    /// The real tier's webhook server, running in the test process as its Deployment would.
+    webhook: Option<Webhook>,
     _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+/// A webhook server reached by the API server at `url`, with the admission account's client.
+struct Webhook {
+    client: Client,
+    port: u16,
+    running: Option<(watch::Sender<bool>, WebhookServer)>,
 }
 
 /// The real tier's turn, taken by each real-tier test of a test binary in turn.
@@ -134,6 +145,7 @@ impl Cluster {
             },
             scheduler_client: admin.clone(),
             controllers_client: admin.clone(),
+            webhook: None,
             admin,
         }
     }
@@ -184,10 +196,17 @@ impl Cluster {
         let controllers_client = plane
             .client_with_token(&token("volcano-controllers").await, "volcano-controllers")
             .expect("controllers client");
+        let webhook_client = plane
+            .client_with_token(&token("volcano-admission").await, "volcano-admission")
+            .expect("admission client");
         let kubelets = ApiKubelets::start(admin.clone(), specs, ApiKubeletOptions::default())
             .await
             .expect("kubelets start");
-        Some(Cluster {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut cluster = Cluster {
             _turn: Some(turn),
             backend: Backend::Real {
                 plane: Box::new(plane),
@@ -197,7 +216,84 @@ impl Cluster {
             admin,
             scheduler_client,
             controllers_client,
+            webhook: Some(Webhook {
+                client: webhook_client,
+                port,
+                running: None,
+            }),
+        };
+        cluster.start_webhook(None).await;
+        Some(cluster)
+    }
+
+    /// The URL the API server calls the real tier's webhook server at.
+    pub fn webhook_url(&self) -> String {
+        let port = self.webhook.as_ref().map_or(0, |w| w.port);
+        format!("https://127.0.0.1:{port}")
+    }
+
+    /// Starts the real tier's webhook server (with a generated certificate, or `certs`) and
+    /// waits until the API server calls it: a dry-run create it must refuse is refused.
+    pub async fn start_webhook(&mut self, certs: Option<CertSource>) {
+        let url = self.webhook_url();
+        let Some(w) = self.webhook.as_mut() else {
+            return;
+        };
+        let certs = certs.unwrap_or(CertSource::Generated {
+            names: vec!["127.0.0.1".into()],
+            validity: GENERATED_VALIDITY,
+        });
+        let options = WebhookOptions {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], w.port)),
+            endpoints: volcano_controllers::admission::Endpoint::ALL.to_vec(),
+            settings: Default::default(),
+            certs,
+            url: Some(url),
+            check_every: Duration::from_millis(500),
+        };
+        let (stop_tx, stop) = watch::channel(false);
+        let server = WebhookServer::start(w.client.clone(), options, stop)
+            .await
+            .expect("the webhook server starts");
+        w.running = Some((stop_tx, server));
+        self.wait_webhook_answers().await;
+    }
+
+    /// Waits until the API server's calls reach the webhook server with its current CA.
+    pub async fn wait_webhook_answers(&self) {
+        let probe = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+            "metadata": {"name": "webhook-probe"},
+            "spec": {"weight": 1, "guarantee": {"resource": {"cpu": "2"}}}});
+        let queue: volcano_api::scheduling::Queue = serde_json::from_value(probe).unwrap();
+        let api: kube::Api<volcano_api::scheduling::Queue> = kube::Api::all(self.admin.clone());
+        let mut last = String::new();
+        let (ok, _) = eventually(30, async || {
+            let params = kube::api::PostParams {
+                dry_run: true,
+                ..Default::default()
+            };
+            last = match api.create(&params, &queue).await {
+                Ok(_) => "admitted".into(),
+                Err(e) => e.to_string(),
+            };
+            (
+                last.contains("denied the request: requestBody.spec.deserved.cpu"),
+                (),
+            )
         })
+        .await;
+        assert!(ok, "the API server never reached the webhook: {last}");
+    }
+
+    /// Stops the real tier's webhook server: the API server's calls then fail.
+    pub async fn stop_webhook(&mut self) {
+        let Some((stop, server)) = self.webhook.as_mut().and_then(|w| w.running.take()) else {
+            return;
+        };
+        let _ = stop.send(true);
+        for t in server.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
     }
 
     /// A new client of the server, as its administrator.

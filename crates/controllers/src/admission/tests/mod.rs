@@ -9,6 +9,7 @@ use super::{AdmissionError, default_job, validate_job};
 mod create;
 mod policies;
 mod queue_and_update;
+mod review;
 
 /// A task of `replicas` pods with one container, as a user would write it.
 fn task(name: &str, replicas: i32) -> TaskSpec {

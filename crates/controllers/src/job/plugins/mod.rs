@@ -94,6 +94,15 @@ pub fn plugin<'a>(
     }
 }
 
+/// Whether `args` are arguments plugin `name` takes: the webhook refuses a Job whose plugin
+/// arguments do not parse, so it does not fail later at its first sync.
+pub fn check_args(name: &str, args: &[String]) -> Result<(), PluginError> {
+    let ctx = PluginContext {
+        ssh_keys: &PlaceholderSshKeys,
+    };
+    plugin(name, args, &ctx).map(|_| ())
+}
+
 /// The names `spec.plugins` may use.
 pub const KNOWN: &[&str] = &["env", "ssh", "svc"];
 

@@ -1,0 +1,344 @@
+//! The webhook endpoints as a client meets them: each invalid object is refused with Volcano's
+//! words, each valid one admitted with Volcano's defaults.
+
+use serde_json::{Value, json};
+use volcano_api::custom_resource;
+use volcano_api::scheduling::Queue;
+
+use crate::admission::{
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
+};
+
+/// Queues as a webhook's cache holds them.
+struct Queues(Vec<Queue>);
+
+impl AdmissionView for Queues {
+    fn queue(&self, name: &str) -> Option<Queue> {
+        self.0
+            .iter()
+            .find(|q| q.metadata.name.as_deref() == Some(name))
+            .cloned()
+    }
+    fn queues(&self) -> Vec<Queue> {
+        self.0.clone()
+    }
+}
+
+fn queue(value: Value) -> Queue {
+    custom_resource::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn named(name: &str, parent: &str, state: &str) -> Queue {
+    queue(
+        json!({"metadata": {"name": name}, "spec": {"weight": 1, "parent": parent},
+        "status": {"state": state}}),
+    )
+}
+
+fn cluster() -> Queues {
+    Queues(vec![
+        named("root", "", "Open"),
+        named("default", "", "Open"),
+        named("eng", "root", "Open"),
+        named("dev", "eng", "Open"),
+        named("closed", "", "Closed"),
+    ])
+}
+
+fn ask(endpoint: Endpoint, op: Operation, object: Option<&Value>, old: Option<&Value>) -> Verdict {
+    let request = Request {
+        endpoint,
+        operation: op,
+        object,
+        old_object: old,
+    };
+    review(request, &cluster(), &AdmissionSettings::default())
+}
+
+fn denied(
+    endpoint: Endpoint,
+    op: Operation,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> String {
+    match ask(endpoint, op, object, old) {
+        Verdict::Denied(why) => why,
+        other => panic!("admitted: {other:?}"),
+    }
+}
+
+fn create(endpoint: Endpoint, object: Value) -> Verdict {
+    ask(endpoint, Operation::Create, Some(&object), None)
+}
+
+fn refused(endpoint: Endpoint, object: Value) -> String {
+    denied(endpoint, Operation::Create, Some(&object), None)
+}
+
+#[test]
+fn every_endpoint_is_served_on_volcanos_path() {
+    for e in Endpoint::ALL {
+        assert_eq!(Endpoint::from_path(e.path()), Some(e));
+    }
+    assert_eq!(
+        Endpoint::from_path("/queues/validate"),
+        Some(Endpoint::QueuesValidate)
+    );
+    assert_eq!(
+        Endpoint::QueuesValidate.webhook_name(),
+        "validatequeue.volcano.sh"
+    );
+}
+
+#[test]
+fn queue_quotas_must_nest_guarantee_deserved_capability() {
+    let why = refused(
+        Endpoint::QueuesValidate,
+        json!({"metadata": {"name": "q"}, "spec": {"weight": 1,
+            "guarantee": {"resource": {"cpu": "4"}}, "deserved": {"cpu": "2"},
+            "capability": {"cpu": "1"}}}),
+    );
+    assert_eq!(
+        why,
+        "[requestBody.spec.deserved.cpu: Invalid value: \"2\": deserved[cpu]=2 must be >= \
+         guarantee[cpu]=4, requestBody.spec.deserved.cpu: Invalid value: \"2\": deserved[cpu]=2 \
+         must be <= capability[cpu]=1]"
+    );
+    let why = refused(
+        Endpoint::QueuesValidate,
+        json!({"metadata": {"name": "q"}, "spec": {"guarantee": {"resource": {"memory": "1Gi"}}}}),
+    );
+    assert_eq!(
+        why,
+        "requestBody.spec.deserved.memory: Invalid value: \"<nil>\": deserved[memory] must be >= \
+         guarantee[memory]=1Gi"
+    );
+    let ok = create(
+        Endpoint::QueuesValidate,
+        json!({"metadata": {"name": "q"}, "spec": {"guarantee": {"resource": {"cpu": "1"}},
+            "deserved": {"cpu": "1000m"}, "capability": {"cpu": "2"}}}),
+    );
+    assert!(matches!(ok, Verdict::Allowed(_)), "{ok:?}");
+}
+
+#[test]
+fn a_queue_needs_an_existing_parent_and_no_cycle() {
+    let why = refused(
+        Endpoint::QueuesValidate,
+        json!({"metadata": {"name": "q"}, "spec": {"parent": "nowhere"}}),
+    );
+    assert_eq!(
+        why,
+        "failed to get parent queue nowhere of queue q: queue.scheduling.volcano.sh \"nowhere\" not found"
+    );
+    let why = refused(
+        Endpoint::QueuesValidate,
+        json!({"metadata": {"name": "q"}, "spec": {"parent": "q"}}),
+    );
+    assert_eq!(why, "queue q cannot use itself as parent");
+    // eng's parent becomes its own child dev: a loop Volcano's stored-parent walk misses.
+    let old = json!({"metadata": {"name": "eng"}, "spec": {"parent": "root"}});
+    let new = json!({"metadata": {"name": "eng"}, "spec": {"parent": "dev"}});
+    let why = denied(
+        Endpoint::QueuesValidate,
+        Operation::Update,
+        Some(&new),
+        Some(&old),
+    );
+    assert!(why.contains("cycle eng -> dev -> eng"), "{why}");
+}
+
+#[test]
+fn the_root_queues_quotas_are_fixed() {
+    let old = json!({"metadata": {"name": "root"}, "spec": {"weight": 1}});
+    let new =
+        json!({"metadata": {"name": "root"}, "spec": {"weight": 1, "capability": {"cpu": "1"}}});
+    let why = denied(
+        Endpoint::QueuesValidate,
+        Operation::Update,
+        Some(&new),
+        Some(&old),
+    );
+    assert_eq!(
+        why,
+        "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
+    );
+}
+
+#[test]
+fn children_fit_in_their_parent() {
+    let mut view = cluster();
+    view.0.push(queue(json!({"metadata": {"name": "capped"},
+        "spec": {"capability": {"cpu": "4"}, "deserved": {"cpu": "2"}}})));
+    let child = json!({"metadata": {"name": "c"}, "spec": {"parent": "capped",
+        "capability": {"cpu": "8"}}});
+    let request = Request {
+        endpoint: Endpoint::QueuesValidate,
+        operation: Operation::Create,
+        object: Some(&child),
+        old_object: None,
+    };
+    let Verdict::Denied(why) = review(request, &view, &AdmissionSettings::default()) else {
+        panic!("admitted");
+    };
+    assert_eq!(
+        why,
+        "queue c capability[cpu]=8 exceeds its ancestor's capability=4"
+    );
+    let child = json!({"metadata": {"name": "c"}, "spec": {"parent": "capped",
+        "deserved": {"cpu": "3"}}});
+    let request = Request {
+        object: Some(&child),
+        ..request
+    };
+    let Verdict::Denied(why) = review(request, &view, &AdmissionSettings::default()) else {
+        panic!("admitted");
+    };
+    assert!(
+        why.starts_with("parent queue capped validation failed: sum of children's deserved"),
+        "{why}"
+    );
+    // A parent that sets no deserved memory does not cap its children's.
+    let child = json!({"metadata": {"name": "c"}, "spec": {"parent": "capped",
+        "deserved": {"cpu": "1", "memory": "1Gi"}}});
+    let request = Request {
+        object: Some(&child),
+        ..request
+    };
+    let verdict = review(request, &view, &AdmissionSettings::default());
+    assert!(matches!(verdict, Verdict::Allowed(_)), "{verdict:?}");
+}
+
+#[test]
+fn queues_that_must_stay_are_not_deleted() {
+    let delete = |q: Value| denied(Endpoint::QueuesValidate, Operation::Delete, None, Some(&q));
+    assert_eq!(
+        delete(json!({"metadata": {"name": "default"}})),
+        "`default` queue can not be deleted"
+    );
+    assert_eq!(
+        delete(json!({"metadata": {"name": "root"}})),
+        "`root` queue can not be deleted"
+    );
+    assert_eq!(
+        delete(json!({"metadata": {"name": "eng"}})),
+        "queue eng can not be deleted because it has 1 child queues: dev"
+    );
+    assert_eq!(
+        delete(
+            json!({"metadata": {"name": "dev"}, "status": {"allocated": {"pods": "3", "cpu": "2"}}})
+        ),
+        "queue dev cannot be deleted because it has allocated Pods: 3"
+    );
+    let idle = json!({"metadata": {"name": "dev"}, "status": {"allocated": {"cpu": "0"}}});
+    let verdict = ask(
+        Endpoint::QueuesValidate,
+        Operation::Delete,
+        None,
+        Some(&idle),
+    );
+    assert!(matches!(verdict, Verdict::Allowed(_)), "{verdict:?}");
+}
+
+#[test]
+fn a_new_queue_gets_volcanos_defaults() {
+    let Verdict::Allowed(patch) = create(
+        Endpoint::QueuesMutate,
+        json!({"metadata": {"name": "q"},
+        "spec": {}}),
+    ) else {
+        panic!("refused");
+    };
+    assert_eq!(
+        patch.to_json(),
+        json!([{"op": "add", "path": "/spec/reclaimable", "value": true},
+               {"op": "add", "path": "/spec/weight", "value": 1}])
+    );
+}
+
+#[test]
+fn podgroups_go_to_open_queues_that_exist() {
+    let pg = |q: &str| json!({"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"queue": q, "minMember": 1}});
+    assert_eq!(
+        refused(Endpoint::PodGroupsValidate, pg("gone")),
+        "unable to find queue: queue.scheduling.volcano.sh \"gone\" not found"
+    );
+    assert_eq!(
+        refused(Endpoint::PodGroupsValidate, pg("closed")),
+        "can only submit PodGroup to queue with state `Open`, queue `closed` status is `Closed`."
+    );
+    assert!(matches!(
+        create(Endpoint::PodGroupsValidate, pg("dev")),
+        Verdict::Allowed(_)
+    ));
+}
+
+#[test]
+fn pods_of_volcano_set_one_sane_budget() {
+    let pod = |annotations: Value, scheduler: &str| {
+        json!({"metadata": {"name": "p",
+        "annotations": annotations}, "spec": {"schedulerName": scheduler, "containers": []}})
+    };
+    assert_eq!(
+        refused(
+            Endpoint::PodsValidate,
+            pod(json!({"volcano.sh/jdb-min-available": "0"}), "volcano")
+        ),
+        "invalid value <\"0\"> for volcano.sh/jdb-min-available, it must be a positive integer"
+    );
+    assert_eq!(
+        refused(
+            Endpoint::PodsValidate,
+            pod(json!({"volcano.sh/jdb-max-unavailable": "100%"}), "volcano")
+        ),
+        "invalid value <\"100%\"> for volcano.sh/jdb-max-unavailable, it must be a valid percentage which between 1% ~ 99%"
+    );
+    let both = json!({"volcano.sh/jdb-min-available": "1", "volcano.sh/jdb-max-unavailable": "1"});
+    assert!(
+        refused(Endpoint::PodsValidate, pod(both.clone(), "volcano"))
+            .starts_with("not allow configure multiple")
+    );
+    // Another scheduler's pods are not Volcano's business.
+    assert!(matches!(
+        create(Endpoint::PodsValidate, pod(both, "default-scheduler")),
+        Verdict::Allowed(_)
+    ));
+}
+
+#[test]
+fn jobs_are_defaulted_then_judged_with_their_queue_and_plugins() {
+    let job = |queue: &str, plugins: Value| {
+        json!({"metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"queue": queue, "plugins": plugins, "tasks": [{"name": "t", "replicas": 1,
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}]}})
+    };
+    let Verdict::Allowed(patch) = create(Endpoint::JobsMutate, job("", json!({}))) else {
+        panic!("refused");
+    };
+    let text = patch.to_json().to_string();
+    assert!(
+        text.contains("\"/spec/queue\"") && text.contains("\"default\""),
+        "{text}"
+    );
+    let why = refused(Endpoint::JobsValidate, job("closed", json!({})));
+    assert!(
+        why.contains(
+            "can only submit job to queue with state `Open`, queue `closed` status is `Closed`"
+        ),
+        "{why}"
+    );
+    let why = refused(Endpoint::JobsValidate, job("eng", json!({})));
+    assert!(why.contains("can only submit job to leaf queue"), "{why}");
+    let why = refused(
+        Endpoint::JobsValidate,
+        job("dev", json!({"svc": ["--no-such-flag"]})),
+    );
+    assert!(
+        why.contains("spec.plugins.svc") && why.contains("no-such-flag"),
+        "{why}"
+    );
+    assert!(matches!(
+        create(Endpoint::JobsValidate, job("dev", json!({"svc": []}))),
+        Verdict::Allowed(_)
+    ));
+}
