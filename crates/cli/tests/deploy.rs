@@ -563,3 +563,41 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
         }
     }
 }
+
+#[test]
+fn the_webhook_server_gets_exactly_what_it_uses() {
+    let objects = applied();
+    let role = find(&objects, "ClusterRole", "volcano-admission");
+    assert_eq!(
+        grants(role),
+        expected(&[
+            ("scheduling.volcano.sh", &["queues"], &["list", "watch"]),
+            (
+                "admissionregistration.k8s.io",
+                &[
+                    "mutatingwebhookconfigurations",
+                    "validatingwebhookconfigurations"
+                ],
+                &["get", "patch"]
+            ),
+        ])
+    );
+    // Only its own configurations, each of which exists in deploy/.
+    let names: BTreeSet<&str> = role["rules"][1]["resourceNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let configurations: BTreeSet<&str> = objects
+        .iter()
+        .filter(|o| {
+            o["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("WebhookConfiguration")
+        })
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, configurations);
+}

@@ -115,7 +115,6 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
                 .args(args)
                 .arg("--kubeconfig")
                 .arg(&kc)
-                .args(["--listen-address", "127.0.0.1:0"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(
                     std::fs::File::create(dir.join(format!("{account}.log"))).unwrap(),
@@ -124,10 +123,38 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
                 .unwrap(),
         )
     };
-    let _controllers = component("volcano-controllers", &["controller-manager"]);
+    // The webhook server first: queue writes wait for it (failurePolicy Fail). The API server
+    // reaches it by URL, as this cluster has no Service network.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("--webhook-url=https://127.0.0.1:{port}");
+    let port_arg = format!("--port={port}");
+    let _webhook = component(
+        "volcano-admission",
+        &[
+            "webhook-manager",
+            "--webhook-namespace=volcano-system",
+            "--webhook-service-name=volcano-admission-service",
+            &url,
+            "--listen-address=127.0.0.1",
+            &port_arg,
+        ],
+    );
+    let _controllers = component(
+        "volcano-controllers",
+        &["controller-manager", "--listen-address", "127.0.0.1:0"],
+    );
     let _scheduler = component(
         "volcano-scheduler",
-        &["scheduler", "--schedule-period", "500ms"],
+        &[
+            "scheduler",
+            "--schedule-period",
+            "500ms",
+            "--listen-address",
+            "127.0.0.1:0",
+        ],
     );
 
     let example = repo().join("deploy/examples/job.yaml");
@@ -136,7 +163,11 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
         (out.status.success(), text(&out))
     })
     .await;
-    assert!(queued, "{seen}");
+    assert!(
+        queued,
+        "{seen}\nwebhook log:\n{}",
+        std::fs::read_to_string(dir.join("volcano-admission.log")).unwrap_or_default()
+    );
     let (done, phase) = eventually(60, || {
         let out = kubectl(
             &admin,
@@ -180,6 +211,25 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
     assert!(
         !format!("{job} {queue}").contains("unknown"),
         "{job} {queue}"
+    );
+
+    // The webhook refuses what Volcano's refuses, with its words.
+    let bad_queue = dir.join("bad-queue.yaml");
+    std::fs::write(
+        &bad_queue,
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata:\n  name: lost\n\
+         spec:\n  weight: 1\n  parent: nowhere\n",
+    )
+    .unwrap();
+    let (refused, seen) = eventually(10, || {
+        let out = kubectl(&admin, &["create", "-f", bad_queue.to_str().unwrap()]);
+        (!out.status.success(), text(&out))
+    })
+    .await;
+    assert!(refused, "{seen}");
+    assert!(
+        seen.contains("admission webhook \"validatequeue.volcano.sh\" denied the request: failed to get parent queue nowhere"),
+        "{seen}"
     );
 
     let refused = kubectl(&admin, &["delete", "queue", "default"]);
