@@ -85,7 +85,9 @@ impl CommonArgs {
     /// unless that is `listen` itself.
     pub fn healthz_serving(&self, listen: &GoAddress) -> Option<&GoAddress> {
         let h = &self.healthz_address;
-        (self.enable_healthz && h.addr.is_some() && h.addr != listen.addr).then_some(h)
+        // Port 0 picks a free port for each server: never the same address.
+        let same = h.addr == listen.addr && h.addr.is_some_and(|a| a.port() != 0);
+        (self.enable_healthz && h.addr.is_some() && !same).then_some(h)
     }
 
     /// The flags given that have no meaning here, by name.
@@ -112,6 +114,8 @@ impl CommonArgs {
 
 /// Flags of `volcano scheduler`.
 #[derive(clap::Args, Debug)]
+// As pflag: a flag given twice takes its last value.
+#[command(args_override_self = true)]
 pub struct SchedulerArgs {
     /// Connection, serving and election.
     #[command(flatten)]
@@ -267,6 +271,8 @@ impl SchedulerArgs {
 
 /// Flags of `volcano controller-manager`.
 #[derive(clap::Args, Debug)]
+// As pflag: a flag given twice takes its last value.
+#[command(args_override_self = true)]
 pub struct ControllerManagerArgs {
     /// Connection, serving and election.
     #[command(flatten)]

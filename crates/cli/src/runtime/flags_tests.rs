@@ -172,6 +172,13 @@ fn addresses_default_to_volcanos() {
         "--listen-address=127.0.0.1:9000",
     ]);
     assert!(c.common.healthz_serving(&c.listen_address).is_none());
+    // Port 0 twice is two free ports.
+    let c = controllers(&[
+        "--enable-healthz",
+        "--healthz-address=127.0.0.1:0",
+        "--listen-address=127.0.0.1:0",
+    ]);
+    assert!(c.common.healthz_serving(&c.listen_address).is_some());
     assert_eq!(
         scheduler(&["--listen-address", "127.0.0.1:0"])
             .listen_address
@@ -247,6 +254,19 @@ fn an_unknown_flag_is_still_refused_by_name() {
         panic!("--leader-elect=maybe accepted");
     };
     assert!(e.to_string().contains("maybe"), "{e}");
+}
+
+#[test]
+fn a_flag_given_twice_takes_its_last_value() {
+    assert_eq!(webhook(&["--port=8443", "--port=9443"]).port, 9443);
+    assert!(
+        !scheduler(&["--leader-elect", "--leader-elect=false"])
+            .common
+            .leader_elect
+    );
+    // Lists still add up.
+    let a = controllers(&["--scheduler-name=a", "--scheduler-name=b"]);
+    assert_eq!(a.common.scheduler_names, ["a", "b"]);
 }
 
 #[test]

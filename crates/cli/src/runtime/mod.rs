@@ -194,6 +194,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
     ) {
         return Ok(());
     }
+    tracing::debug!(?args, "volcano-scheduler: flags in force");
     let conf = match &args.scheduler_conf {
         Some(p) => ConfSource::file(p.clone()).map_err(|e| Failure::Input(e.to_string()))?,
         None => ConfSource::builtin(),
@@ -248,6 +249,7 @@ pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failur
     ) {
         return Ok(());
     }
+    tracing::debug!(?args, "volcano-controllers: flags in force");
     log_controllers(&args.controllers);
     runtime()?.block_on(async {
         let client = client_for(

@@ -11,6 +11,8 @@ pub const DEFAULT_ENABLED_ADMISSION: &str = "/jobs/mutate,/jobs/validate,/podgro
 
 /// Flags of `volcano webhook-manager`.
 #[derive(clap::Args, Debug)]
+// As pflag: a flag given twice takes its last value.
+#[command(args_override_self = true)]
 pub struct WebhookManagerArgs {
     /// Path to a kubeconfig; without it, `KUBECONFIG`, `~/.kube/config` or the in-cluster
     /// service account are used.
