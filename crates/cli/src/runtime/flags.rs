@@ -115,7 +115,10 @@ impl CommonArgs {
 /// Flags of `volcano scheduler`.
 #[derive(clap::Args, Debug)]
 // As pflag: a flag given twice takes its last value.
-#[command(args_override_self = true)]
+#[command(
+    args_override_self = true,
+    after_help = "Volcano's other scheduler flags and klog's are accepted, and named at start as ignored."
+)]
 pub struct SchedulerArgs {
     /// Connection, serving and election.
     #[command(flatten)]
@@ -272,7 +275,10 @@ impl SchedulerArgs {
 /// Flags of `volcano controller-manager`.
 #[derive(clap::Args, Debug)]
 // As pflag: a flag given twice takes its last value.
-#[command(args_override_self = true)]
+#[command(
+    args_override_self = true,
+    after_help = "Volcano's other controller-manager flags and klog's are accepted, and named at start as ignored."
+)]
 pub struct ControllerManagerArgs {
     /// Connection, serving and election.
     #[command(flatten)]
