@@ -242,6 +242,32 @@ fn controller_flags_mean_what_volcano_means() {
 }
 
 #[test]
+fn the_controller_list_reads_as_volcanos() {
+    use super::controller_enabled;
+    let list = |s: &str| -> Vec<String> { s.split(',').map(str::to_string).collect() };
+    assert!(controller_enabled(
+        &list("*,-sharding-controller"),
+        "job-controller"
+    ));
+    assert!(!controller_enabled(
+        &list("*,-job-controller"),
+        "job-controller"
+    ));
+    assert!(controller_enabled(
+        &list("+job-controller"),
+        "job-controller"
+    ));
+    assert!(!controller_enabled(
+        &list("+job-controller"),
+        "queue-controller"
+    ));
+    assert!(controller_enabled(
+        &list("queue-controller"),
+        "queue-controller"
+    ));
+}
+
+#[test]
 fn an_unknown_flag_is_still_refused_by_name() {
     for component in ["scheduler", "controller-manager", "webhook-manager"] {
         let Err(e) = parse(&[component, "--no-such-flag=1"]) else {

@@ -290,6 +290,16 @@ pub fn manager_options(scheduler_names: &[String]) -> ManagerOptions {
     }
 }
 
+/// Whether Volcano's `--controllers` list enables `name`: `-name` disables it, `name` or
+/// `+name` enables it, and otherwise `*` decides.
+fn controller_enabled(asked: &[String], name: &str) -> bool {
+    let named = |prefix: &str| asked.iter().any(|c| *c == format!("{prefix}{name}"));
+    if named("-") {
+        return false;
+    }
+    named("+") || named("") || asked.iter().any(|c| c == "*")
+}
+
 /// Says what `--controllers` asked: volcano-rs' controllers run together, so asking to disable
 /// one of them is warned about; Volcano's others (gc, jobflow, cronjob, hyperNode, sharding...)
 /// do not exist here.
@@ -298,10 +308,9 @@ fn log_controllers(asked: &[String]) {
         return;
     }
     let list = asked.join(",");
-    let disables_ours = asked.iter().any(|c| {
-        c.strip_prefix('-')
-            .is_some_and(|name| OUR_CONTROLLERS.contains(&name))
-    });
+    let disables_ours = OUR_CONTROLLERS
+        .iter()
+        .any(|name| !controller_enabled(asked, name));
     if disables_ours {
         tracing::warn!(
             "--controllers={list}: volcano-rs cannot disable its job, podgroup and queue \
