@@ -23,6 +23,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// volcano-rs: a Volcano-compatible batch scheduler.
 #[derive(Parser)]
@@ -117,19 +120,26 @@ pub enum Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(
-        cli.command,
-        Command::Scheduler(_)
-            | Command::ControllerManager(_)
-            | Command::WebhookManager(_)
-            | Command::Up(_)
-    ) {
+    let service_level = match &cli.command {
+        Command::Scheduler(a) => Some(a.common.shared.log_level()),
+        Command::ControllerManager(a) => Some(a.common.shared.log_level()),
+        Command::WebhookManager(a) => Some(a.shared.log_level()),
+        Command::Up(_) => Some(tracing::Level::INFO),
+        _ => None,
+    };
+    if let Some(level) = service_level {
         // A service logs what it does, with times, every line: a condition that comes back
-        // an hour later is news.
+        // an hour later is news. `-v` raises volcano-rs' own lines only: the libraries' debug
+        // output (HTTP, TLS) would drown them.
+        let filter = Targets::new()
+            .with_default(LevelFilter::INFO)
+            .with_target("volcano", level);
         tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
-            .with_max_level(tracing::Level::INFO)
+            .with_max_level(level)
             .with_target(false)
+            .finish()
+            .with(filter)
             .init();
     } else {
         let once = OncePerLine::default();
@@ -149,7 +159,15 @@ fn main() -> ExitCode {
         },
         Command::Scheduler(args) => runtime::run_scheduler(&args),
         Command::ControllerManager(args) => runtime::run_controller_manager(&args),
-        Command::WebhookManager(args) => webhook::run(&args),
+        // The webhook's preamble is run here, so its run function needs not repeat it.
+        Command::WebhookManager(args) => {
+            let ignored = args.ignored_flags();
+            if runtime::preamble("volcano-webhook-manager", &args.shared, &ignored) {
+                Ok(())
+            } else {
+                webhook::run(&args)
+            }
+        }
         Command::Crds(args) => crds::run(&args),
         Command::Job(cmd) => vcctl::run_job(cmd),
         Command::Queue(cmd) => vcctl::run_queue(cmd),

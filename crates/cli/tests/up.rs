@@ -303,6 +303,8 @@ fn the_scheduler_and_controller_manager_binaries_run_a_job_against_an_api_server
                     "1s",
                 ])
                 .args(["--leader-elect-retry-period", "200ms"])
+                // Not Volcano's default ports (8080, 8081): other tests may hold them.
+                .args(["--listen-address", "127.0.0.1:0"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()

@@ -1,8 +1,7 @@
 //! `volcano scheduler` and `volcano controller-manager`: the runtime of `volcano-kube`, with
 //! Volcano's flags.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use kube::Client;
@@ -20,70 +19,18 @@ use volcano_kube::{Stop, shutdown_signal, stop_channel};
 
 use crate::Failure;
 
+pub mod flags;
+#[cfg(test)]
+mod flags_tests;
+pub mod shared_flags;
 pub mod webhook_flags;
 
+pub use flags::{CommonArgs, ControllerManagerArgs, SchedulerArgs};
+pub use shared_flags::{GoAddress, SharedArgs, warn_ignored};
 pub use webhook_flags::WebhookManagerArgs;
 
-/// Connection and election flags both components take.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CommonArgs {
-    /// Path to a kubeconfig; without it, `KUBECONFIG`, `~/.kube/config` or the in-cluster
-    /// service account are used.
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Pods naming one of these schedulers are handled (repeatable).
-    #[arg(long = "scheduler-name", default_value = "volcano")]
-    pub scheduler_names: Vec<String>,
-    /// Where `/metrics`, `/healthz` and `/readyz` are served.
-    #[arg(long = "listen-address")]
-    pub listen_address: Option<SocketAddr>,
-    /// Elect a leader among replicas through a Lease (`--leader-elect=false` for one replica).
-    #[arg(long = "leader-elect", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub leader_elect: bool,
-    /// Namespace of the Lease.
-    #[arg(long = "lock-object-namespace", default_value = "volcano-system")]
-    pub lock_object_namespace: String,
-    /// How long a lease holds without renewal.
-    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = parse_duration)]
-    pub lease_duration: Duration,
-    /// How long a leader acts without a successful renewal.
-    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = parse_duration)]
-    pub renew_deadline: Duration,
-    /// Time between election attempts.
-    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = parse_duration)]
-    pub retry_period: Duration,
-}
-
-/// Flags of `volcano scheduler`.
-#[derive(clap::Args, Debug)]
-pub struct SchedulerArgs {
-    /// Connection and election.
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// volcano-scheduler.conf (re-read when it changes); Volcano's default without it.
-    #[arg(long = "scheduler-conf")]
-    pub scheduler_conf: Option<PathBuf>,
-    /// Time between scheduling sessions.
-    #[arg(long = "schedule-period", default_value = "1s", value_parser = parse_duration)]
-    pub schedule_period: Duration,
-    /// Queue of PodGroups that name none.
-    #[arg(long = "default-queue", default_value = "default")]
-    pub default_queue: String,
-    /// Share of nodes (1-100) a task's search stops at once that many fit.
-    #[arg(long = "percentage-nodes-to-find", value_parser = clap::value_parser!(u8).range(1..=100))]
-    pub percentage_nodes_to_find: Option<u8>,
-    /// Binds and evictions in flight at most.
-    #[arg(long = "bind-concurrency", default_value_t = 16)]
-    pub bind_concurrency: usize,
-}
-
-/// Flags of `volcano controller-manager`.
-#[derive(clap::Args, Debug)]
-pub struct ControllerManagerArgs {
-    /// Connection and election.
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
+/// Volcano's controllers that volcano-rs runs (under other names), which cannot be disabled.
+const OUR_CONTROLLERS: [&str; 3] = ["job-controller", "pg-controller", "queue-controller"];
 
 /// A Go-style duration flag (`1s`, `500ms`, `1m30s`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -94,8 +41,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// A client from `--kubeconfig`, or inferred (environment, home, in-cluster), that names
 /// itself `component` (the API server takes the field manager of its writes and the user
 /// agent of its audit lines from this). No read timeout: watches stay open for minutes.
+#[allow(dead_code)] // kept for the webhook-manager, written beside this change
 pub async fn client(kubeconfig: Option<&Path>, component: &str) -> Result<Client, Failure> {
+    client_for(kubeconfig, None, component).await
+}
+
+/// As [`client`], with the API server's address overridden by `master` (Volcano's `--master`).
+pub async fn client_for(
+    kubeconfig: Option<&Path>,
+    master: Option<&str>,
+    component: &str,
+) -> Result<Client, Failure> {
     let mut config = crate::vcctl::client::load_config(kubeconfig).await?;
+    if let Some(master) = master.filter(|m| !m.is_empty()) {
+        config.cluster_url = master
+            .parse()
+            .map_err(|e| Failure::Input(format!("--master {master:?}: {e}")))?;
+    }
     let agent = format!("{component}/{} (volcano-rs)", env!("CARGO_PKG_VERSION"));
     let agent = http::HeaderValue::from_str(&agent)
         .map_err(|e| Failure::Internal(anyhow::anyhow!("user agent {agent:?}: {e}")))?;
@@ -136,8 +98,12 @@ pub fn elect(
     let (elector, leadership) = Elector::new(
         client.clone(),
         LeaseConfig {
-            namespace: common.lock_object_namespace.clone(),
-            name: lease.to_string(),
+            namespace: common.lease_namespace().to_string(),
+            name: common
+                .leader_elect_resource_name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| lease.to_string()),
             identity: identity.to_string(),
             timings: LeaseTimings {
                 lease_duration: common.lease_duration,
@@ -157,20 +123,50 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot start the async runtime: {e}")))
 }
 
-/// Serves metrics if asked; errors name the address.
-async fn metrics_server(
-    addr: Option<SocketAddr>,
+/// Serves `/metrics`, `/healthz` and `/readyz` on `--listen-address` (unless empty), and
+/// health also on `--healthz-address` with `--enable-healthz`; errors name the flag and address,
+/// so two components left on one default port are told apart.
+async fn serve_endpoints(
+    listen: &GoAddress,
+    common: &CommonArgs,
     registry: Registry,
     ready: Readiness,
     stop: &Stop,
 ) -> Result<(), Failure> {
-    if let Some(addr) = addr {
-        let (bound, _) = serve(addr, registry, ready, stop.clone())
+    let healthz = common.healthz_serving(listen);
+    if let Some(addr) = listen.addr {
+        let (bound, _) = serve(addr, registry, ready.clone(), stop.clone())
             .await
-            .map_err(|e| Failure::Input(format!("--listen-address {addr}: {e}")))?;
-        tracing::info!(address = %bound, "serving /metrics, /healthz, /readyz");
+            .map_err(|e| bind_failure("--listen-address", listen, e))?;
+        tracing::info!(address = %bound, "serving /metrics, /healthz, /readyz (--listen-address)");
+    }
+    if let Some(h) = healthz.and_then(|h| h.addr.map(|a| (h, a))) {
+        // The health server's registry is empty: metrics are scraped on --listen-address.
+        let (bound, _) = serve(h.1, Registry::default(), ready, stop.clone())
+            .await
+            .map_err(|e| bind_failure("--healthz-address", h.0, e))?;
+        tracing::info!(address = %bound, "serving /healthz, /readyz (--healthz-address)");
     }
     Ok(())
+}
+
+fn bind_failure(flag: &str, addr: &GoAddress, e: std::io::Error) -> Failure {
+    let resolved = addr.addr.map(|a| a.to_string()).unwrap_or_default();
+    Failure::Input(format!(
+        "{flag} {addr} ({resolved}): {e}; another process may serve there: give this \
+         component another {flag} (127.0.0.1:0 picks a free port)"
+    ))
+}
+
+/// What every component does first: print the version for `--version` (true: stop there), or
+/// name once the flags it accepted without effect.
+pub fn preamble(component: &str, shared: &SharedArgs, ignored: &[&str]) -> bool {
+    if shared.print_version() {
+        println!("volcano-rs {}", env!("CARGO_PKG_VERSION"));
+        return true;
+    }
+    warn_ignored(component, ignored, &shared.not_flags);
+    false
 }
 
 /// Waits for SIGTERM or Ctrl-C, then stops the component (which finishes what is in flight)
@@ -191,18 +187,38 @@ async fn until_signal<E>(
 
 /// Runs the scheduler until it is told to stop.
 pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
+    if preamble(
+        "volcano-scheduler",
+        &args.common.shared,
+        &args.ignored_flags(),
+    ) {
+        return Ok(());
+    }
+    tracing::debug!(?args, "volcano-scheduler: flags in force");
     let conf = match &args.scheduler_conf {
         Some(p) => ConfSource::file(p.clone()).map_err(|e| Failure::Input(e.to_string()))?,
         None => ConfSource::builtin(),
     };
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref(), "volcano-scheduler").await?;
+        let client = client_for(
+            args.common.kubeconfig.as_deref(),
+            args.common.shared.master.as_deref(),
+            "volcano-scheduler",
+        )
+        .await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();
         let metrics = SchedulerMetrics::register(&mut registry);
         let ready = Readiness::default();
-        metrics_server(args.common.listen_address, registry, ready.clone(), &stop).await?;
+        serve_endpoints(
+            &args.listen_address,
+            &args.common,
+            registry,
+            ready.clone(),
+            &stop,
+        )
+        .await?;
         let (leader, elector) = elect(&client, &args.common, "volcano-scheduler", &id, &stop);
         let rt = SchedulerRuntime::new(
             client,
@@ -211,7 +227,7 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
                 default_queue: args.default_queue.clone(),
                 schedule_period: args.schedule_period,
                 conf,
-                percentage_nodes_to_find: args.percentage_nodes_to_find,
+                percentage_nodes_to_find: args.percentage(),
                 bind_concurrency: args.bind_concurrency,
                 identity: id,
             },
@@ -225,21 +241,40 @@ pub fn run_scheduler(args: &SchedulerArgs) -> Result<(), Failure> {
 
 /// Runs the controllers until they are told to stop.
 pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failure> {
+    args.check_controllers().map_err(Failure::Input)?;
+    if preamble(
+        "volcano-controllers",
+        &args.common.shared,
+        &args.ignored_flags(),
+    ) {
+        return Ok(());
+    }
+    tracing::debug!(?args, "volcano-controllers: flags in force");
+    log_controllers(&args.controllers);
     runtime()?.block_on(async {
-        let client = client(args.common.kubeconfig.as_deref(), "volcano-controllers").await?;
+        let client = client_for(
+            args.common.kubeconfig.as_deref(),
+            args.common.shared.master.as_deref(),
+            "volcano-controllers",
+        )
+        .await?;
         let (trigger, stop) = stop_channel();
         let id = identity();
         let mut registry = Registry::default();
         let metrics = ControllerMetrics::register(&mut registry);
         let ready = Readiness::default();
-        metrics_server(args.common.listen_address, registry, ready.clone(), &stop).await?;
+        serve_endpoints(
+            &args.listen_address,
+            &args.common,
+            registry,
+            ready.clone(),
+            &stop,
+        )
+        .await?;
         let (leader, elector) = elect(&client, &args.common, "volcano-controllers", &id, &stop);
-        let rt = ControllerRuntime::new(
-            client,
-            manager_options(&args.common.scheduler_names),
-            &id,
-            metrics,
-        );
+        let mut options = manager_options(&args.common.scheduler_names);
+        options.retry.max_retries = Some(args.max_retries());
+        let rt = ControllerRuntime::new(client, options, &id, metrics);
         let run = tokio::spawn(rt.run(leader, ready, stop));
         until_signal(run, trigger, elector).await;
         Ok(())
@@ -252,5 +287,38 @@ pub fn manager_options(scheduler_names: &[String]) -> ManagerOptions {
         retry: RetryPolicy::default(),
         scheduler_names: scheduler_names.to_vec(),
         ssh_keys: Box::new(OsSshKeys),
+    }
+}
+
+/// Whether Volcano's `--controllers` list enables `name`: `-name` disables it, `name` or
+/// `+name` enables it, and otherwise `*` decides.
+fn controller_enabled(asked: &[String], name: &str) -> bool {
+    let named = |prefix: &str| asked.iter().any(|c| *c == format!("{prefix}{name}"));
+    if named("-") {
+        return false;
+    }
+    named("+") || named("") || asked.iter().any(|c| c == "*")
+}
+
+/// Says what `--controllers` asked: volcano-rs' controllers run together, so asking to disable
+/// one of them is warned about; Volcano's others (gc, jobflow, cronjob, hyperNode, sharding...)
+/// do not exist here.
+fn log_controllers(asked: &[String]) {
+    if asked.is_empty() {
+        return;
+    }
+    let list = asked.join(",");
+    let disables_ours = OUR_CONTROLLERS
+        .iter()
+        .any(|name| !controller_enabled(asked, name));
+    if disables_ours {
+        tracing::warn!(
+            "--controllers={list}: volcano-rs cannot disable its job, podgroup and queue \
+             controllers; all of them run"
+        );
+    } else {
+        tracing::info!(
+            "--controllers={list}: volcano-rs runs its job, podgroup, queue and command controllers"
+        );
     }
 }

@@ -4,12 +4,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::parse_duration;
+use super::shared_flags::{SharedArgs, go_bool};
 
 /// Volcano's default list of admission paths.
 pub const DEFAULT_ENABLED_ADMISSION: &str = "/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,/queues/mutate,/queues/validate";
 
 /// Flags of `volcano webhook-manager`.
 #[derive(clap::Args, Debug)]
+// As pflag: a flag given twice takes its last value.
+#[command(args_override_self = true)]
 pub struct WebhookManagerArgs {
     /// Path to a kubeconfig; without it, `KUBECONFIG`, `~/.kube/config` or the in-cluster
     /// service account are used.
@@ -48,7 +51,7 @@ pub struct WebhookManagerArgs {
     #[arg(long = "scheduler-name", default_value = "volcano")]
     pub scheduler_names: Vec<String>,
     /// Serve `/healthz` on `--healthz-address`.
-    #[arg(long = "enable-healthz", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long = "enable-healthz", default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub enable_healthz: bool,
     /// Where `/healthz` is served.
     #[arg(long = "healthz-address", default_value = ":11251")]
@@ -57,12 +60,30 @@ pub struct WebhookManagerArgs {
     #[arg(long = "graceful-shutdown-time", default_value = "30s", value_parser = parse_duration)]
     pub graceful_shutdown_time: Duration,
     /// Refuse to delete a queue whose PodGroups still have pods allocated.
-    #[arg(long = "enable-queue-allocated-pods-check", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long = "enable-queue-allocated-pods-check", default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub enable_queue_allocated_pods_check: bool,
     /// Deepest queue tree allowed (root is depth 1).
     #[arg(long = "max-queue-depth", default_value_t = 5)]
     pub max_queue_depth: usize,
     /// Refuse changes of the root queue's capability, deserved and guarantee.
-    #[arg(long = "enable-root-queue-protection", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long = "enable-root-queue-protection", default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub enable_root_queue_protection: bool,
+    /// Volcano's admission configuration file (accepted; listed by [`Self::ignored_flags`]).
+    #[arg(long = "admission-conf")]
+    pub admission_conf: Option<PathBuf>,
+    /// Logging (`-v`), client (`--master`, `--kube-api-qps`...), `--feature-gates`, `--version`.
+    #[command(flatten)]
+    pub shared: SharedArgs,
+}
+
+impl WebhookManagerArgs {
+    /// The flags given that have no meaning here, by name; `main` logs them once at start
+    /// ([`super::preamble`]), before the run function.
+    pub fn ignored_flags(&self) -> Vec<&'static str> {
+        let mut out = self.shared.ignored_flags();
+        if self.admission_conf.is_some() {
+            out.push("--admission-conf");
+        }
+        out
+    }
 }
