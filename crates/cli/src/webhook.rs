@@ -11,7 +11,7 @@ use volcano_kube::webhook::{WebhookOptions, WebhookServer};
 use volcano_kube::{shutdown_signal, stop_channel};
 
 use crate::Failure;
-use crate::runtime::{WebhookManagerArgs, client};
+use crate::runtime::{WebhookManagerArgs, client_for};
 
 /// How often certificate files, renewal and the webhook configurations are checked.
 const CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -38,7 +38,12 @@ pub fn run(args: &WebhookManagerArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::Internal(anyhow::anyhow!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async {
-        let client = client(args.kubeconfig.as_deref(), "volcano-admission").await?;
+        let client = client_for(
+            args.kubeconfig.as_deref(),
+            args.shared.master.as_deref(),
+            "volcano-admission",
+        )
+        .await?;
         let (trigger, stop) = stop_channel();
         let listen = options.listen;
         let server = WebhookServer::start(client, options, stop.clone())
@@ -58,7 +63,7 @@ pub fn run(args: &WebhookManagerArgs) -> Result<(), Failure> {
             )
             .await
             .map_err(|e| Failure::Input(format!("--healthz-address {addr}: {e}")))?;
-            tracing::info!(address = %bound, "serving /healthz");
+            tracing::info!(address = %bound, "serving /healthz and /readyz (--healthz-address)");
         }
         shutdown_signal().await;
         tracing::warn!("stopping: finishing the reviews in flight");

@@ -38,15 +38,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is not a duration (examples: 1s, 500ms, 1m30s)"))
 }
 
-/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster), that names
-/// itself `component` (the API server takes the field manager of its writes and the user
-/// agent of its audit lines from this). No read timeout: watches stay open for minutes.
-#[allow(dead_code)] // kept for the webhook-manager, written beside this change
-pub async fn client(kubeconfig: Option<&Path>, component: &str) -> Result<Client, Failure> {
-    client_for(kubeconfig, None, component).await
-}
-
-/// As [`client`], with the API server's address overridden by `master` (Volcano's `--master`).
+/// A client from `--kubeconfig`, or inferred (environment, home, in-cluster), with the API
+/// server's address overridden by `master` (Volcano's `--master`), that names itself
+/// `component` (the API server takes the field manager of its writes and the user agent of its
+/// audit lines from this). No read timeout: watches stay open for minutes.
 pub async fn client_for(
     kubeconfig: Option<&Path>,
     master: Option<&str>,
