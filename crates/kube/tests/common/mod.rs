@@ -223,6 +223,18 @@ impl Cluster {
             }),
         };
         cluster.start_webhook(None).await;
+        // As the local server has them from its start (and the scheduler creates them at its
+        // own): with the webhook on, a Job naming a queue that does not exist is refused.
+        for name in ["root", "default"] {
+            let q: volcano_api::scheduling::Queue = serde_json::from_value(json!({
+                "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                "metadata": {"name": name}, "spec": {"weight": 1}}))
+            .unwrap();
+            kube::Api::<volcano_api::scheduling::Queue>::all(cluster.admin.clone())
+                .create(&kube::api::PostParams::default(), &q)
+                .await
+                .expect("the root and default queues are created");
+        }
         Some(cluster)
     }
 
