@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
+use super::report::{QueueReport, ShareReport, amounts};
 use super::session::Session;
 use super::signals::{FAILED_SCHEDULING, PodUnschedulable};
 use crate::actions::NOT_ENQUEUED;
@@ -87,6 +88,8 @@ pub struct Decisions {
     pub unschedulable: BTreeMap<String, Unschedulable>,
     /// Nodes whose pods need more than they have; they took no new pods.
     pub out_of_sync_nodes: Vec<String>,
+    /// Every queue as monitoring sees it (reporting only).
+    pub queue_reports: Vec<QueueReport>,
 }
 
 impl Decisions {
@@ -561,6 +564,20 @@ impl Session {
                 state: q.state.as_str().to_string(),
                 allocated: resource_list(s, a),
                 changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
+            });
+            let qid = crate::model::QueueId(i as u32);
+            let share = self
+                .tiers
+                .iter()
+                .flatten()
+                .find_map(|slot| slot.plugin.queue_share(s, qid));
+            d.queue_reports.push(QueueReport {
+                name: q.name.clone(),
+                weight: q.weight,
+                allocated: amounts(s, a),
+                capability: amounts(s, &q.capability),
+                overused: self.overused(qid),
+                share: share.as_ref().map(|x| ShareReport::new(s, x)),
             });
         }
     }
