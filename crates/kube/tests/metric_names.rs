@@ -446,3 +446,33 @@ fn histograms_have_volcanos_buckets() {
     assert_eq!(job.len(), 31);
     assert_eq!(job.first().map(String::as_str), Some("100"));
 }
+
+#[test]
+fn the_grafana_dashboard_charts_only_series_we_export() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/grafana/volcano-dashboard.json"
+    );
+    let dashboard = std::fs::read_to_string(path).unwrap();
+    let _: serde_json::Value = serde_json::from_str(&dashboard).expect("valid JSON");
+    let ours = families(&render(&registry_with_samples()).unwrap());
+    let mut used = BTreeSet::new();
+    for (i, _) in dashboard.match_indices("volcano_") {
+        let name: String = dashboard[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| ours.get(*f).is_some_and(|(k, _)| k == "histogram"))
+            })
+            .unwrap_or(&name)
+            .to_string();
+        used.insert(family);
+    }
+    let missing: Vec<&String> = used.iter().filter(|n| !ours.contains_key(*n)).collect();
+    assert!(missing.is_empty(), "the dashboard charts {missing:?}");
+    assert!(used.len() > 20, "{used:?}");
+}
