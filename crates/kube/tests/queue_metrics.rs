@@ -39,6 +39,14 @@ async fn a_deleted_queue_stops_exporting(cluster: Cluster) {
     })
     .await;
     assert!(seen, "weight {w:?}, pending count shown: {}", pending());
+    let plugin_open = [
+        ("plugin", "gang".to_string()),
+        ("OnSession", "OnSessionOpen".to_string()),
+    ];
+    assert!(
+        sched.metrics.plugin_latency_ms.get(&plugin_open).is_some(),
+        "plugin latency recorded"
+    );
     let cap = sched
         .metrics
         .queues

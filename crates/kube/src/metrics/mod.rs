@@ -24,7 +24,9 @@ use prometheus_client::registry::Registry;
 
 pub use controller::ControllerMetrics;
 pub use queue::QueueMetrics;
-pub use scheduler::{STAGE_ASSUMED, STAGE_BIND, STAGE_BOUND, SchedulerMetrics, ms};
+pub use scheduler::{
+    ON_CLOSE, ON_OPEN, STAGE_ASSUMED, STAGE_BIND, STAGE_BOUND, SchedulerMetrics, ms,
+};
 
 /// One label: `[(name, value)]`.
 pub type Label = [(&'static str, String); 1];

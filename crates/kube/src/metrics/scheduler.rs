@@ -24,6 +24,13 @@ pub const STAGE_ASSUMED: &str = "Assumed";
 pub const STAGE_BOUND: &str = "Bound";
 /// Scheduling stage of [`SchedulerMetrics::stage_duration_ms`]: the bind call.
 pub const STAGE_BIND: &str = "Bind";
+/// `OnSession` label of [`SchedulerMetrics::plugin_latency_ms`]: building the plugin.
+pub const ON_OPEN: &str = "OnSessionOpen";
+/// `OnSession` label: the plugin's last word at session close.
+pub const ON_CLOSE: &str = "OnSessionClose";
+/// The actions whose eviction transactions Volcano counts; others are left out, as Volcano
+/// leaves them, to keep the `action` label bounded.
+const EVICTING_ACTIONS: [&str; 4] = ["preempt", "reclaim", "gangpreempt", "gangreclaim"];
 
 /// What the scheduler reports.
 #[derive(Clone, Debug)]
@@ -260,6 +267,13 @@ impl SchedulerMetrics {
                 .inc_by(d.unschedulable.len() as u64);
         }
         self.preemption_victims.set(d.evictions.len() as i64);
+        for action in &d.eviction_transactions {
+            if EVICTING_ACTIONS.contains(&action.as_str()) {
+                self.eviction_transactions
+                    .get_or_create(&label("action", action.clone()))
+                    .inc();
+            }
+        }
         self.unschedulable_jobs.set(d.unschedulable.len() as i64);
         self.queues.record(&d.queue_reports);
         self.record_waiting(d, objs);
@@ -358,6 +372,21 @@ impl SchedulerMetrics {
             if let Some(created) = pods.get(&(ns, name)).and_then(|p| created_ms(&p.metadata)) {
                 assumed.observe((now - created).max(0) as f64);
             }
+        }
+    }
+
+    /// What times each plugin's part of opening or closing a session (`on`: [`ON_OPEN`] or
+    /// [`ON_CLOSE`]), for [`volcano_scheduler::framework::Session::open_observed`].
+    pub fn plugin_timer(&self, on: &'static str) -> impl FnMut(&str, &mut dyn FnMut()) + '_ {
+        move |plugin, run| {
+            let t = std::time::Instant::now();
+            run();
+            self.plugin_latency_ms
+                .get_or_create(&[
+                    ("plugin", plugin.to_string()),
+                    ("OnSession", on.to_string()),
+                ])
+                .observe(ms(t.elapsed()));
         }
     }
 

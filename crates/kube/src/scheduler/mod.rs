@@ -23,7 +23,7 @@ use volcano_scheduler::model::Snapshot;
 use crate::cache::{Changed, ClusterCache, Kind};
 use crate::events::EventSink;
 use crate::leader::Leadership;
-use crate::metrics::{SchedulerMetrics, label, ms};
+use crate::metrics::{ON_CLOSE, ON_OPEN, SchedulerMetrics, label, ms};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
@@ -198,7 +198,8 @@ impl SchedulerRuntime {
         // The session is pure computation: off the async threads, so watches keep flowing.
         let decided = tokio::task::spawn_blocking(move || {
             let t = std::time::Instant::now();
-            let mut ssn = Session::open(snap, &conf, opts);
+            let mut ssn =
+                Session::open_observed(snap, &conf, opts, &mut metrics.plugin_timer(ON_OPEN));
             metrics
                 .open_session_ms
                 .observe(ms(snapshot_took + t.elapsed()));
@@ -210,7 +211,7 @@ impl SchedulerRuntime {
                     .get_or_create(&label("action", action.clone()))
                     .observe(ms(t.elapsed()));
             }
-            ssn.close()
+            ssn.close_observed(&mut metrics.plugin_timer(ON_CLOSE))
         })
         .await;
         let d = match decided {

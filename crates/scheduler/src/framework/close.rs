@@ -90,6 +90,8 @@ pub struct Decisions {
     pub out_of_sync_nodes: Vec<String>,
     /// Every queue as monitoring sees it (reporting only).
     pub queue_reports: Vec<QueueReport>,
+    /// The action of every committed statement that evicted (reporting only).
+    pub eviction_transactions: Vec<String>,
 }
 
 impl Decisions {
@@ -339,9 +341,18 @@ fn resource_list(s: &Snapshot, r: &Resource) -> ResourceList {
 
 impl Session {
     /// Closes the session: lets plugins write their last word, then collects every decision.
-    pub fn close(mut self) -> Decisions {
+    pub fn close(self) -> Decisions {
+        self.close_observed(&mut |_, close| close())
+    }
+
+    /// [`Session::close`], running each plugin's last word inside `around(plugin name, run)`,
+    /// so the caller can time it.
+    pub fn close_observed(mut self, around: &mut dyn FnMut(&str, &mut dyn FnMut())) -> Decisions {
         for slot in self.tiers.iter_mut().flatten() {
-            slot.plugin.on_session_close(&mut self.snap, &self.uid);
+            let name = slot.plugin.name();
+            around(name, &mut || {
+                slot.plugin.on_session_close(&mut self.snap, &self.uid);
+            });
         }
         let s = &self.snap;
         let mut d = Decisions {
@@ -376,6 +387,7 @@ impl Session {
                 .iter()
                 .map(|(t, n)| (s.task(*t).key.clone(), s.node(*n).name.clone()))
                 .collect(),
+            eviction_transactions: self.eviction_transactions.clone(),
             out_of_sync_nodes: s
                 .nodes
                 .iter()
