@@ -298,7 +298,7 @@ fn registry_with_samples() -> Registry {
         [("job_ns", "ns".to_string()), ("job_id", "j".to_string())],
         0.5,
     );
-    s.job_retries.get_or_create(&label("job_id", "j")).inc();
+    s.job_retries.member(label("job_id", "j")).inc();
     s.namespace_share.set(label("namespace_name", "ns"), 0.5);
     s.namespace_weight.set(label("namespace_name", "ns"), 1.0);
     s.namespace_weighted_share

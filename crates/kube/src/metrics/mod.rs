@@ -16,7 +16,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -75,19 +77,88 @@ pub fn histogram(min: f64, max: f64, count: u16) -> Histogram {
 /// A histogram family whose members have Go's `ExponentialBucketsRange(min, max, count)`.
 pub type HistogramVec<S> = Family<S, Histogram, fn() -> Histogram>;
 
-/// A float gauge family written as a whole each round: [`GaugeVec::set`] the round's values,
-/// then [`GaugeVec::sweep`] removes the label sets that were not set since the last sweep.
+/// A family whose label sets are tracked, so those of objects that are gone can be removed:
+/// written as a whole each round ([`Tracked::sweep`] removes the label sets not written since
+/// the last sweep) or kept until their object goes ([`Tracked::retain`]).
 #[derive(Clone, Debug)]
-pub struct GaugeVec<S: Clone + Eq + std::hash::Hash + Ord> {
+pub struct Tracked<S: Clone + Eq + std::hash::Hash + Ord, M> {
     /// The exported family.
-    pub family: Family<S, FGauge>,
+    pub family: Family<S, M>,
     sets: Arc<Mutex<Sets<S>>>,
 }
+
+/// A float gauge family with tracked label sets.
+pub type GaugeVec<S> = Tracked<S, FGauge>;
+/// A counter family with tracked label sets.
+pub type CounterVec<S> = Tracked<S, Counter>;
 
 #[derive(Debug)]
 struct Sets<S> {
     this_round: BTreeSet<S>,
     last_round: BTreeSet<S>,
+}
+
+impl<S, M> Tracked<S, M>
+where
+    S: Clone
+        + Eq
+        + std::hash::Hash
+        + Ord
+        + EncodeLabelSet
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    M: EncodeMetric + TypedMetric + Default + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn new() -> Self {
+        Tracked {
+            family: Family::default(),
+            sets: Arc::new(Mutex::new(Sets {
+                this_round: BTreeSet::new(),
+                last_round: BTreeSet::new(),
+            })),
+        }
+    }
+
+    fn sets(&self) -> MutexGuard<'_, Sets<S>> {
+        // A panic elsewhere while holding the lock leaves plain sets behind; they stay usable.
+        self.sets.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The member for `labels`, written in this round.
+    pub fn member(&self, labels: S) -> M {
+        let m = self.family.get_or_create_owned(&labels);
+        self.sets().this_round.insert(labels);
+        m
+    }
+
+    /// Ends the round: removes the label sets of the last round not written in this one.
+    pub fn sweep(&self) {
+        let mut sets = self.sets();
+        let this_round = std::mem::take(&mut sets.this_round);
+        for gone in sets.last_round.difference(&this_round) {
+            self.family.remove(gone);
+        }
+        sets.last_round = this_round;
+    }
+
+    /// Keeps, of every label set written so far, those `keep` accepts; for series that last
+    /// until their object is gone rather than for one round.
+    pub fn retain(&self, keep: impl Fn(&S) -> bool) {
+        let mut sets = self.sets();
+        let this_round = std::mem::take(&mut sets.this_round);
+        let all: BTreeSet<S> = sets.last_round.union(&this_round).cloned().collect();
+        let (kept, gone): (BTreeSet<S>, BTreeSet<S>) = all.into_iter().partition(|s| keep(s));
+        for s in &gone {
+            self.family.remove(s);
+        }
+        sets.last_round = kept;
+    }
+
+    fn register(&self, reg: &mut Registry, name: &str, help: &str) {
+        reg.register(name, help, self.family.clone());
+    }
 }
 
 impl<S> GaugeVec<S>
@@ -102,52 +173,9 @@ where
         + Sync
         + 'static,
 {
-    fn new() -> Self {
-        GaugeVec {
-            family: Family::default(),
-            sets: Arc::new(Mutex::new(Sets {
-                this_round: BTreeSet::new(),
-                last_round: BTreeSet::new(),
-            })),
-        }
-    }
-
-    fn sets(&self) -> MutexGuard<'_, Sets<S>> {
-        // A panic elsewhere while holding the lock leaves plain sets behind; they stay usable.
-        self.sets.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Sets `labels` to `v` for this round.
     pub fn set(&self, labels: S, v: f64) {
-        self.family.get_or_create(&labels).set(v);
-        self.sets().this_round.insert(labels);
-    }
-
-    /// Ends the round: removes the label sets of the last round not set in this one.
-    pub fn sweep(&self) {
-        let mut sets = self.sets();
-        let this_round = std::mem::take(&mut sets.this_round);
-        for gone in sets.last_round.difference(&this_round) {
-            self.family.remove(gone);
-        }
-        sets.last_round = this_round;
-    }
-
-    /// Keeps, of every label set set so far, those `keep` accepts; for series that last until
-    /// their object is gone rather than for one round.
-    pub fn retain(&self, keep: impl Fn(&S) -> bool) {
-        let mut sets = self.sets();
-        let this_round = std::mem::take(&mut sets.this_round);
-        let all: BTreeSet<S> = sets.last_round.union(&this_round).cloned().collect();
-        let (kept, gone): (BTreeSet<S>, BTreeSet<S>) = all.into_iter().partition(|s| keep(s));
-        for s in &gone {
-            self.family.remove(s);
-        }
-        sets.last_round = kept;
-    }
-
-    fn register(&self, reg: &mut Registry, name: &str, help: &str) {
-        reg.register(name, help, self.family.clone());
+        self.member(labels).set(v);
     }
 }
 

@@ -246,14 +246,14 @@ mod tests {
         let mut reg = Registry::default();
         let m = QueueMetrics::register(&mut reg);
         m.record(&[report("research", 1000.0), report("gone", 1000.0)]);
-        let before = render(&reg).unwrap_or_default();
+        let before = render(&reg).unwrap();
         assert!(before.contains("volcano_queue_deserved_milli_cpu{queue_name=\"gone\"} 2000"));
         assert!(before.contains(
             "volcano_queue_allocated_scalar_resources{queue_name=\"gone\",resource=\"nvidia.com/gpu\"} 1000"
         ));
 
         m.record(&[report("research", 1000.0)]);
-        let after = render(&reg).unwrap_or_default();
+        let after = render(&reg).unwrap();
         assert!(!after.contains("\"gone\""), "{after}");
         assert!(after.contains("volcano_queue_share{queue_name=\"research\"} 0.5"));
         assert!(after.contains("volcano_queue_weight{queue_name=\"research\"} 2"));

@@ -2,7 +2,7 @@
 //! and volcano-rs's own (pods bound, bind failures, standby sessions, snapshots, PodGroups left
 //! unschedulable by reason), and how one session is recorded in them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -16,7 +16,9 @@ use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
 use volcano_scheduler::framework::Decisions;
 
-use super::{GaugeVec, HistogramVec, Label, Labels2, Labels3, QueueMetrics, histogram, label};
+use super::{
+    CounterVec, GaugeVec, HistogramVec, Label, Labels2, Labels3, QueueMetrics, histogram, label,
+};
 
 /// Task stage of [`SchedulerMetrics::task_latency_ms`]: decided in a session.
 pub const STAGE_ASSUMED: &str = "Assumed";
@@ -63,7 +65,7 @@ pub struct SchedulerMetrics {
     pub preemption_attempts: Counter,
     /// `volcano_eviction_transactions_total{action}`.
     pub eviction_transactions: Family<Label, Counter>,
-    /// `volcano_unschedule_task_count{job_id}`: waiting pods of each unschedulable PodGroup.
+    /// `volcano_unschedule_task_count{job_id}`: pods each PodGroup lacks to reach its gang.
     pub unschedulable_tasks: GaugeVec<Label>,
     /// `volcano_unschedule_job_count`: PodGroups left unschedulable by the last session.
     pub unschedulable_jobs: Gauge,
@@ -71,8 +73,8 @@ pub struct SchedulerMetrics {
     pub queues: QueueMetrics,
     /// `volcano_job_share{job_ns,job_id}`.
     pub job_share: GaugeVec<Labels2>,
-    /// `volcano_job_retry_counts{job_id}`.
-    pub job_retries: Family<Label, Counter>,
+    /// `volcano_job_retry_counts{job_id}`: sessions that left the PodGroup unschedulable.
+    pub job_retries: CounterVec<Label>,
     /// `volcano_namespace_share{namespace_name}`.
     pub namespace_share: GaugeVec<Label>,
     /// `volcano_namespace_weight{namespace_name}`.
@@ -119,7 +121,7 @@ impl SchedulerMetrics {
             unschedulable_jobs: Gauge::default(),
             queues: QueueMetrics::register(reg),
             job_share: GaugeVec::new(),
-            job_retries: Family::default(),
+            job_retries: CounterVec::new(),
             namespace_share: GaugeVec::new(),
             namespace_weight: GaugeVec::new(),
             namespace_weighted_share: GaugeVec::new(),
@@ -211,10 +213,10 @@ impl SchedulerMetrics {
         );
         m.job_share
             .register(reg, "volcano_job_share", "Share for one job");
-        reg.register(
+        m.job_retries.register(
+            reg,
             "volcano_job_retry_counts",
             "Number of retry counts for one job",
-            m.job_retries.clone(),
         );
         m.namespace_share
             .register(reg, "volcano_namespace_share", "Share for one namespace");
@@ -280,35 +282,64 @@ impl SchedulerMetrics {
         self.record_jobs(d, objs);
     }
 
-    /// `unschedule_task_count` per job and the why-pending counts.
+    /// `unschedule_task_count`, `job_retry_counts` and the why-pending counts. As Volcano's
+    /// gang plugin counts them: a PodGroup left unschedulable lacks `minMember` less its
+    /// ready pods (bound or finished) and takes one more retry; every other PodGroup not
+    /// completed shows 0. Volcano's `job_id` is the PodGroup's name; same-named PodGroups of
+    /// two namespaces add up rather than overwrite each other.
     fn record_waiting(&self, d: &Decisions, objs: &Objects) {
-        // Waiting pods per (namespace, PodGroup name).
-        let mut waiting: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut ready: HashMap<(&str, &str), i64> = HashMap::new();
         for p in &objs.pods {
-            let unbound = p.spec.as_ref().is_some_and(|s| s.node_name.is_none());
-            let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
-            if let (true, true, Some(ns), Some(group)) = (
-                unbound,
-                pending,
-                p.metadata.namespace.as_deref(),
-                group_of(p),
-            ) {
-                *waiting.entry((ns, group)).or_default() += 1;
+            let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some())
+                || p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
+            if let (true, Some(ns), Some(group)) =
+                (bound, p.metadata.namespace.as_deref(), group_of(p))
+            {
+                *ready.entry((ns, group)).or_default() += 1;
             }
         }
-        // Volcano's `job_id` is the PodGroup's name; same-named PodGroups of two namespaces
-        // add up rather than overwrite each other.
-        let mut per_job: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-        for (key, why) in &d.unschedulable {
-            let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
-            *per_job.entry(name).or_default() += waiting.get(&(ns, name)).copied().unwrap_or(0);
-            *reasons.entry(why.reason.as_str()).or_default() += 1;
+        let unschedulable: HashMap<(&str, &str), &str> = d
+            .unschedulable
+            .iter()
+            .map(|(key, why)| {
+                let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+                ((ns, name), why.reason.as_str())
+            })
+            .collect();
+        let mut per_job: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut names: HashSet<&str> = HashSet::new();
+        for pg in &objs.pod_groups {
+            let (Some(ns), Some(name)) = (
+                pg.metadata.namespace.as_deref(),
+                pg.metadata.name.as_deref(),
+            ) else {
+                continue;
+            };
+            names.insert(name);
+            let completed = pg.status.as_ref().is_some_and(|s| s.phase == "Completed");
+            if completed {
+                continue;
+            }
+            let unready = if unschedulable.contains_key(&(ns, name)) {
+                let ready = ready.get(&(ns, name)).copied().unwrap_or(0);
+                (i64::from(pg.spec.min_member) - ready).max(0)
+            } else {
+                0
+            };
+            *per_job.entry(name).or_default() += unready;
         }
         for (job, n) in per_job {
             self.unschedulable_tasks.set(label("job_id", job), n as f64);
         }
         self.unschedulable_tasks.sweep();
+
+        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        for ((_, name), reason) in &unschedulable {
+            self.job_retries.member(label("job_id", *name)).inc();
+            *reasons.entry(reason).or_default() += 1;
+        }
+        // Retries are counted for as long as the PodGroup exists, as Volcano keeps them.
+        self.job_retries.retain(|l| names.contains(l[0].1.as_str()));
         for (reason, n) in reasons {
             self.pending_reasons.set(label("reason", reason), n as f64);
         }
@@ -432,4 +463,78 @@ fn now_ms() -> i64 {
 
 fn created_ms(m: &ObjectMeta) -> Option<i64> {
     m.creation_timestamp.as_ref().map(|t| t.0.as_millisecond())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volcano_scheduler::framework::Unschedulable;
+
+    fn objects(pod_groups: &[&str]) -> Objects {
+        let mut objs = Objects::default();
+        for name in pod_groups {
+            objs.pod_groups.push(
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {"minMember": 3, "queue": "q"},
+                }))
+                .unwrap(),
+            );
+        }
+        // One pod of `gang` is bound already.
+        objs.pods.push(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "gang-0", "namespace": "ns",
+                             "annotations": {"scheduling.k8s.io/group-name": "gang"}},
+                "spec": {"nodeName": "n1", "containers": []},
+                "status": {"phase": "Running"},
+            }))
+            .unwrap_or_default(),
+        );
+        objs
+    }
+
+    #[test]
+    fn waiting_jobs_are_counted_by_job_and_by_reason_until_they_are_gone() {
+        let m = SchedulerMetrics::register(&mut Registry::default());
+        let mut d = Decisions::default();
+        d.unschedulable.insert(
+            "ns/gang".to_string(),
+            Unschedulable {
+                reason: "NotEnoughResources".to_string(),
+                message: "2/3 tasks in gang unschedulable".to_string(),
+            },
+        );
+        let tasks = |job: &str| {
+            m.unschedulable_tasks
+                .family
+                .get(&label("job_id", job))
+                .map(|g| g.get())
+        };
+        m.record_session(&d, &objects(&["gang", "fine"]), Duration::ZERO);
+        m.record_session(&d, &objects(&["gang", "fine"]), Duration::ZERO);
+        assert_eq!(tasks("gang"), Some(2.0), "minMember 3, one bound");
+        assert_eq!(tasks("fine"), Some(0.0));
+        let retries = m
+            .job_retries
+            .family
+            .get(&label("job_id", "gang"))
+            .map(|c| c.get());
+        assert_eq!(retries, Some(2));
+        let reason = label("reason", "NotEnoughResources");
+        assert_eq!(
+            m.pending_reasons.family.get(&reason).map(|g| g.get()),
+            Some(1.0)
+        );
+
+        // `gang` is deleted.
+        m.record_session(&Decisions::default(), &objects(&["fine"]), Duration::ZERO);
+        assert_eq!(tasks("gang"), None);
+        assert!(m.job_retries.family.get(&label("job_id", "gang")).is_none());
+        assert!(m.pending_reasons.family.get(&reason).is_none());
+    }
 }
