@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 pub use controller::ControllerMetrics;
 pub use queue::QueueMetrics;
 pub use scheduler::{
-    ON_CLOSE, ON_OPEN, STAGE_ASSUMED, STAGE_BIND, STAGE_BOUND, SchedulerMetrics, ms,
+    ON_CLOSE, ON_OPEN, STAGE_ASSUMED, STAGE_BIND, STAGE_BOUND, STAGE_WATCHED, SchedulerMetrics, ms,
 };
 
 /// One label: `[(name, value)]`.

@@ -20,7 +20,9 @@ use super::{
     CounterVec, GaugeVec, HistogramVec, Label, Labels2, Labels3, QueueMetrics, histogram, label,
 };
 
-/// Task stage of [`SchedulerMetrics::task_latency_ms`]: decided in a session.
+/// Task stage of [`SchedulerMetrics::task_latency_ms`]: first seen by the scheduler.
+pub const STAGE_WATCHED: &str = "Watched";
+/// Task stage: decided in a session.
 pub const STAGE_ASSUMED: &str = "Assumed";
 /// Task stage: bound by the API server.
 pub const STAGE_BOUND: &str = "Bound";
@@ -71,7 +73,7 @@ pub struct SchedulerMetrics {
     pub unschedulable_jobs: Gauge,
     /// The per-queue series.
     pub queues: QueueMetrics,
-    /// `volcano_job_share{job_ns,job_id}`.
+    /// `volcano_job_share{job_ns,job_id}`: each job's dominant share under `drf`.
     pub job_share: GaugeVec<Labels2>,
     /// `volcano_job_retry_counts{job_id}`: sessions that left the PodGroup unschedulable.
     pub job_retries: CounterVec<Label>,
@@ -278,6 +280,11 @@ impl SchedulerMetrics {
         }
         self.unschedulable_jobs.set(d.unschedulable.len() as i64);
         self.queues.record(&d.queue_reports);
+        for (ns, name, share) in &d.job_shares {
+            self.job_share
+                .set([("job_ns", ns.clone()), ("job_id", name.clone())], *share);
+        }
+        self.job_share.sweep();
         self.record_waiting(d, objs);
         self.record_jobs(d, objs);
     }
@@ -418,6 +425,25 @@ impl SchedulerMetrics {
                     ("OnSession", on.to_string()),
                 ])
                 .observe(ms(t.elapsed()));
+        }
+    }
+
+    /// Records the scheduler's first sight of a pod waiting for one of `schedulers`.
+    pub fn pod_watched(&self, pod: &Pod, schedulers: &[String]) {
+        let Some(spec) = pod.spec.as_ref() else {
+            return;
+        };
+        let ours = spec
+            .scheduler_name
+            .as_ref()
+            .is_some_and(|n| schedulers.contains(n));
+        if !ours || spec.node_name.is_some() {
+            return;
+        }
+        if let Some(created) = created_ms(&pod.metadata) {
+            self.task_latency_ms
+                .get_or_create(&label("stage", STAGE_WATCHED))
+                .observe((now_ms() - created).max(0) as f64);
         }
     }
 

@@ -241,6 +241,9 @@ impl SchedulerRuntime {
     /// all objects that leaves the unreadable ones out.
     fn take_snapshot(&mut self, cache_opts: &CacheOptions) -> Option<Snapshot> {
         for c in self.cache.take_journal() {
+            if let Changed::Pod(None, Some(p)) = &c {
+                self.metrics.pod_watched(p, &self.opts.scheduler_names);
+            }
             follow(&mut self.snapshots, &c);
         }
         let objs = self.cache.objects();

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
-use super::report::{QueueReport, ShareReport, amounts};
+use super::report::QueueReport;
 use super::session::Session;
 use super::signals::{FAILED_SCHEDULING, PodUnschedulable};
 use crate::actions::NOT_ENQUEUED;
@@ -92,6 +92,9 @@ pub struct Decisions {
     pub queue_reports: Vec<QueueReport>,
     /// The action of every committed statement that evicted (reporting only).
     pub eviction_transactions: Vec<String>,
+    /// `(namespace, PodGroup name, share)` of every job, where `drf` weighs jobs (reporting
+    /// only).
+    pub job_shares: Vec<(String, String, f64)>,
 }
 
 impl Decisions {
@@ -549,6 +552,22 @@ impl Session {
     }
 
     fn close_queues(&self, d: &mut Decisions) {
+        let allocated = self.queue_allocated();
+        let s = &self.snap;
+        for (i, q) in s.queues.iter().enumerate() {
+            let a = &allocated[i];
+            d.queues.push(QueueAllocated {
+                name: q.name.clone(),
+                state: q.state.as_str().to_string(),
+                allocated: resource_list(s, a),
+                changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
+            });
+        }
+        self.report(d, &allocated);
+    }
+
+    /// Σ allocated of every queue's jobs and its descendants', by queue index.
+    fn queue_allocated(&self) -> Vec<Resource> {
         let s = &self.snap;
         let mut allocated: Vec<Resource> = s.queues.iter().map(|_| s.dims.zero()).collect();
         for job in &s.jobs {
@@ -569,28 +588,6 @@ impl Session {
                 depth += 1;
             }
         }
-        for (i, q) in s.queues.iter().enumerate() {
-            let a = &allocated[i];
-            d.queues.push(QueueAllocated {
-                name: q.name.clone(),
-                state: q.state.as_str().to_string(),
-                allocated: resource_list(s, a),
-                changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
-            });
-            let qid = crate::model::QueueId(i as u32);
-            let share = self
-                .tiers
-                .iter()
-                .flatten()
-                .find_map(|slot| slot.plugin.queue_share(s, qid));
-            d.queue_reports.push(QueueReport {
-                name: q.name.clone(),
-                weight: q.weight,
-                allocated: amounts(s, a),
-                capability: amounts(s, &q.capability),
-                overused: self.overused(qid),
-                share: share.as_ref().map(|x| ShareReport::new(s, x)),
-            });
-        }
+        allocated
     }
 }

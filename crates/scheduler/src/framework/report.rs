@@ -2,7 +2,9 @@
 //! the plugin that keeps queue shares (`proportion` or `capacity`). Reporting only: no decision
 //! reads it, so adding to it never changes what a session decides.
 
-use crate::model::Snapshot;
+use super::close::Decisions;
+use super::session::Session;
+use crate::model::{QueueId, Snapshot};
 use crate::resource::{PODS_DIM, Resource, UNBOUNDED};
 
 /// Resource name → amount in Volcano's metric units: milli-CPU for `cpu`, bytes for `memory`,
@@ -77,4 +79,43 @@ pub fn amounts(s: &Snapshot, r: &Resource) -> Amounts {
         .filter(|&(d, v)| d != PODS_DIM && v != UNBOUNDED)
         .map(|(d, v)| (s.dims.name(d).to_string(), v as f64))
         .collect()
+}
+
+impl Session {
+    /// Adds the reporting-only parts of `d`: every queue's report (with `allocated`, by queue
+    /// index) and, where `drf` runs, every job's share.
+    pub(super) fn report(&self, d: &mut Decisions, allocated: &[Resource]) {
+        let s = &self.snap;
+        for (i, (q, a)) in s.queues.iter().zip(allocated).enumerate() {
+            let qid = QueueId(i as u32);
+            let share = self
+                .tiers
+                .iter()
+                .flatten()
+                .find_map(|slot| slot.plugin.queue_share(s, qid));
+            d.queue_reports.push(QueueReport {
+                name: q.name.clone(),
+                weight: q.weight,
+                allocated: amounts(s, a),
+                capability: amounts(s, &q.capability),
+                overused: self.overused(qid),
+                share: share.as_ref().map(|x| ShareReport::new(s, x)),
+            });
+        }
+        if let Some(drf) = self
+            .tiers
+            .iter()
+            .flatten()
+            .find(|x| x.plugin.name() == "drf")
+        {
+            d.job_shares = s
+                .job_ids()
+                .filter_map(|j| {
+                    let job = s.job(j);
+                    let share = drf.plugin.job_share(s, j)?;
+                    Some((job.namespace.clone(), job.name.clone(), share))
+                })
+                .collect();
+        }
+    }
 }
