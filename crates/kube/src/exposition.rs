@@ -7,7 +7,8 @@
 //! text encoder. The two formats differ only in a few line-local ways, each handled here:
 //! a counter family is named by its sample name (`x_total`, or the bare name for the counters
 //! listed as unsuffixed), `# UNIT`, `_created` samples and `# EOF` do not exist, and numbers are
-//! written as Go writes them (`1`, `+Inf`, `1e+06`) so `le` label values match Volcano's.
+//! written as Go writes them (`1`, `+Inf`, `1e+06`) so `le` label values match Volcano's. The
+//! full stop `prometheus-client` adds to every help text is taken off again.
 
 use std::collections::BTreeSet;
 
@@ -26,7 +27,8 @@ pub fn to_text(openmetrics: &str, unsuffixed: &[&str]) -> String {
     for line in openmetrics.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {
             let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
-            help = Some((name, text));
+            // `prometheus-client` ends every help text with a full stop of its own.
+            help = Some((name, text.strip_suffix('.').unwrap_or(text)));
             continue;
         }
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -199,13 +201,13 @@ mod tests {
         let text = to_text(om, &["b_total_things"]);
         assert_eq!(
             text,
-            "# HELP a_attempts_total Attempts.\n# TYPE a_attempts_total counter\n\
+            "# HELP a_attempts_total Attempts\n# TYPE a_attempts_total counter\n\
              a_attempts_total{result=\"ok\"} 2\n\
-             # HELP b_total_things Things.\n# TYPE b_total_things counter\n\
+             # HELP b_total_things Things\n# TYPE b_total_things counter\n\
              b_total_things 1\n\
-             # HELP h Latency.\n# TYPE h histogram\n\
+             # HELP h Latency\n# TYPE h histogram\n\
              h_sum 3\nh_count 1\nh_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 1\n\
-             # HELP g A gauge.\n# TYPE g gauge\ng{x=\"le=\\\"1.0\\\" }\"} 1.5\n"
+             # HELP g A gauge\n# TYPE g gauge\ng{x=\"le=\\\"1.0\\\" }\"} 1.5\n"
         );
     }
 }

@@ -43,12 +43,18 @@ impl ResourceGauges {
     /// Sets the queue's amounts; CPU and memory are always written (0 when absent), as
     /// Volcano writes them.
     fn set(&self, queue: &str, amounts: &Amounts) {
-        let mut cpu = 0.0;
-        let mut memory = 0.0;
+        self.set_present(queue, amounts, Some(0.0));
+    }
+
+    /// Sets the queue's amounts; CPU and memory are written as `absent` when `amounts` lacks
+    /// them, or not at all when `absent` is `None` (a limit that is not set is no limit of 0).
+    fn set_present(&self, queue: &str, amounts: &Amounts, absent: Option<f64>) {
+        let mut cpu = absent;
+        let mut memory = absent;
         for (name, v) in amounts {
             match name.as_str() {
-                "cpu" => cpu = *v,
-                "memory" => memory = *v,
+                "cpu" => cpu = Some(*v),
+                "memory" => memory = Some(*v),
                 _ => self.scalar.set(
                     [
                         ("queue_name", queue.to_string()),
@@ -58,8 +64,12 @@ impl ResourceGauges {
                 ),
             }
         }
-        self.milli_cpu.set(label("queue_name", queue), cpu);
-        self.memory_bytes.set(label("queue_name", queue), memory);
+        if let Some(cpu) = cpu {
+            self.milli_cpu.set(label("queue_name", queue), cpu);
+        }
+        if let Some(memory) = memory {
+            self.memory_bytes.set(label("queue_name", queue), memory);
+        }
     }
 
     fn sweep(&self) {
@@ -170,12 +180,13 @@ impl QueueMetrics {
 
     /// Writes every queue of the session and removes the series of queues it no longer has.
     /// Queues that no share-keeping plugin weighs export zero request and inqueue and no
-    /// deserved or real capacity, as Volcano's `proportion` leaves them.
+    /// deserved or real capacity, as Volcano's `proportion` leaves them; a capability
+    /// dimension that is not set exports nothing rather than 0.
     pub fn record(&self, reports: &[QueueReport]) {
         for q in reports {
             let name = q.name.as_str();
             self.allocated.set(name, &q.allocated);
-            self.capacity.set(name, &q.capability);
+            self.capacity.set_present(name, &q.capability, None);
             self.weight
                 .set(label("queue_name", name), f64::from(q.weight));
             self.overused.set(
@@ -187,7 +198,8 @@ impl QueueMetrics {
                     self.request.set(name, &s.request);
                     self.inqueue.set(name, &s.inqueue);
                     self.deserved.set(name, &s.deserved);
-                    self.real_capacity.set(name, &s.real_capability);
+                    self.real_capacity
+                        .set_present(name, &s.real_capability, None);
                     self.share.set(label("queue_name", name), s.share);
                 }
                 None => {
@@ -252,8 +264,14 @@ mod tests {
             "volcano_queue_allocated_scalar_resources{queue_name=\"gone\",resource=\"nvidia.com/gpu\"} 1000"
         ));
 
-        m.record(&[report("research", 1000.0)]);
+        let mut unbounded = report("open-ended", 0.0);
+        unbounded.capability.clear();
+        m.record(&[report("research", 1000.0), unbounded]);
         let after = render(&reg).unwrap();
+        assert!(
+            after.contains("volcano_queue_allocated_milli_cpu{queue_name=\"open-ended\"} 2000")
+        );
+        assert!(!after.contains("volcano_queue_capacity_milli_cpu{queue_name=\"open-ended\"}"));
         assert!(!after.contains("\"gone\""), "{after}");
         assert!(after.contains("volcano_queue_share{queue_name=\"research\"} 0.5"));
         assert!(after.contains("volcano_queue_weight{queue_name=\"research\"} 2"));
