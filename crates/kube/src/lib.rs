@@ -9,11 +9,13 @@
 //! - [`controllers`]: the controller manager's loop and its writes.
 //! - [`events`]: events through `events.k8s.io`, aggregated.
 //! - [`leader`]: leader election on a Lease.
-//! - [`metrics`], [`serve`]: Prometheus metrics, `/healthz`, `/readyz`.
+//! - [`metrics`], [`exposition`], [`serve`]: Prometheus metrics under Volcano's names, in
+//!   Volcano's text format; `/healthz`, `/readyz`.
 
 pub mod cache;
 pub mod controllers;
 pub mod events;
+pub mod exposition;
 pub mod leader;
 pub mod metrics;
 pub mod reflect;

@@ -1,4 +1,5 @@
-//! `/metrics`, `/healthz` and `/readyz` on `--listen-address`.
+//! `/metrics` (Prometheus text format 0.0.4, as Volcano serves it), `/healthz` and `/readyz`
+//! on `--listen-address`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,6 +12,9 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
+
+use crate::exposition;
+use crate::metrics::UNSUFFIXED_COUNTERS;
 
 /// Whether the component has listed everything once and may serve.
 #[derive(Debug, Clone, Default)]
@@ -34,14 +38,10 @@ struct Shared {
 }
 
 async fn metrics(State(s): State<Arc<Shared>>) -> impl IntoResponse {
-    let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &s.registry) {
-        Ok(()) => (
+    match render(&s.registry) {
+        Ok(body) => (
             StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
+            [(header::CONTENT_TYPE, exposition::CONTENT_TYPE)],
             body,
         ),
         Err(e) => (
@@ -50,6 +50,13 @@ async fn metrics(State(s): State<Arc<Shared>>) -> impl IntoResponse {
             format!("encoding metrics failed: {e}\n"),
         ),
     }
+}
+
+/// What `/metrics` serves for `registry`: the text format 0.0.4 with Volcano's names.
+pub fn render(registry: &Registry) -> Result<String, std::fmt::Error> {
+    let mut openmetrics = String::new();
+    prometheus_client::encoding::text::encode(&mut openmetrics, registry)?;
+    Ok(exposition::to_text(&openmetrics, &UNSUFFIXED_COUNTERS))
 }
 
 async fn readyz(State(s): State<Arc<Shared>>) -> impl IntoResponse {

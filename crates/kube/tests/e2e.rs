@@ -73,6 +73,22 @@ async fn a_gang_job_is_bound_runs_and_completes(cluster: Cluster) {
         snapshots("kept"),
         snapshots("rebuilt")
     );
+    for stage in ["Watched", "Assumed", "Bound"] {
+        let l = [("stage", stage.to_string())];
+        assert!(
+            sched.metrics.task_latency_ms.get(&l).is_some(),
+            "task latency to {stage} recorded"
+        );
+    }
+    let completed = [
+        ("job_name", "default/train".to_string()),
+        ("queue_name", "default".to_string()),
+    ];
+    assert_eq!(
+        ctl.metrics.job_completed.get(&completed).map(|c| c.get()),
+        Some(1),
+        "volcano_job_completed_phase_count counts the job once"
+    );
     let queue = Api::<Queue>::all(client.clone())
         .get("default")
         .await

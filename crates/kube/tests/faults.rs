@@ -170,7 +170,13 @@ async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over(clust
     })
     .await;
     assert!(bound, "{n} of 8 pods bound after failover");
-    assert_eq!(standby.metrics.pods_bound.get(), 4);
+    // The API server shows a bind before the binder has counted it: wait for the count.
+    let (_, counted) = eventually(5, async || {
+        let c = standby.metrics.pods_bound.get();
+        (c >= 4, c)
+    })
+    .await;
+    assert_eq!(counted, 4);
     assert_eq!(standby.metrics.bind_failures.get(), 0);
     standby.stop().await;
     ctl.stop().await;

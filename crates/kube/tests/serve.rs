@@ -4,7 +4,7 @@
 
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use volcano_kube::metrics::{SchedulerMetrics, label};
+use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics, label};
 use volcano_kube::serve::{Readiness, serve};
 use volcano_kube::stop_channel;
 
@@ -23,11 +23,11 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 async fn metrics_carry_volcano_names_and_readiness_follows_the_caches() {
     let mut registry = Registry::default();
     let m = SchedulerMetrics::register(&mut registry);
+    let c = ControllerMetrics::register(&mut registry);
     m.pods_bound.inc_by(3);
+    m.preemption_attempts.inc();
     m.e2e_latency_ms.observe(12.0);
-    m.queue_pod_groups[2]
-        .get_or_create(&label("queue_name", "research"))
-        .set(4);
+    c.queue_pod_groups[2].set(label("queue_name", "research"), 4.0);
     let ready = Readiness::default();
     let (_trigger, stop) = stop_channel();
     let (addr, _) = serve(
@@ -46,11 +46,19 @@ async fn metrics_carry_volcano_names_and_readiness_follows_the_caches() {
 
     let (code, body) = get(addr, "/metrics").await;
     assert_eq!(code, 200);
+    assert!(
+        body.contains("content-type: text/plain; version=0.0.4"),
+        "Volcano's text format: {body}"
+    );
+    assert!(!body.contains("# EOF"), "{body}");
     for needle in [
         "volcano_pods_bound_total 3",
+        "volcano_total_preemption_attempts 1\n",
+        "# TYPE volcano_total_preemption_attempts counter",
         "volcano_e2e_scheduling_latency_milliseconds_count 1",
+        "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"1\"} 0",
         "volcano_queue_pod_group_running_count{queue_name=\"research\"} 4",
-        "# TYPE volcano_pods_bound counter",
+        "# TYPE volcano_pods_bound_total counter",
         "# TYPE volcano_unschedule_job_count gauge",
     ] {
         assert!(body.contains(needle), "{needle} missing from:\n{body}");

@@ -67,7 +67,12 @@ pub struct ControllerRuntime {
     events: EventSink,
     metrics: ControllerMetrics,
     listed: bool,
+    /// When the per-queue PodGroup counts were last written.
+    queues_recorded: Option<std::time::Instant>,
 }
+
+/// How often the per-queue PodGroup counts are written.
+const QUEUE_METRICS_PERIOD: Duration = Duration::from_secs(1);
 
 impl ControllerRuntime {
     /// Controllers writing through `client`.
@@ -85,6 +90,7 @@ impl ControllerRuntime {
             events,
             metrics,
             listed: false,
+            queues_recorded: None,
         }
     }
 
@@ -106,6 +112,13 @@ impl ControllerRuntime {
         }
         let view = ClusterView::new(self.cache.objects());
         for c in changed {
+            match c {
+                Changed::Job(Some(old), Some(new)) => self.metrics.job_changed(old, new),
+                Changed::Pod(None, Some(pod)) => {
+                    self.metrics.pod_created(pod, self.cache.objects());
+                }
+                _ => {}
+            }
             if let Some(w) = c.as_watch() {
                 self.manager.observe(w, &view);
             }
@@ -173,6 +186,14 @@ impl ControllerRuntime {
                 Written::Failed => self.manager.finish(&work.key, false, now()),
                 Written::Refused(r) => self.manager.refused(&work.key, &r, now()),
             }
+        }
+        // Counting every PodGroup is linear in their number: at most once a period.
+        if self
+            .queues_recorded
+            .is_none_or(|t| t.elapsed() >= QUEUE_METRICS_PERIOD)
+        {
+            self.metrics.record_queues(self.cache.objects());
+            self.queues_recorded = Some(std::time::Instant::now());
         }
         let stats = self.manager.stats();
         for (name, n) in [

@@ -17,13 +17,13 @@ use volcano_api::scheduling::Queue;
 use volcano_scheduler::cache::{
     BuildError, CacheOptions, SchedulerCache, build_snapshot, implicit_queue,
 };
-use volcano_scheduler::framework::{Decisions, Session, SessionOptions};
+use volcano_scheduler::framework::{Session, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
 use crate::cache::{Changed, ClusterCache, Kind};
 use crate::events::EventSink;
 use crate::leader::Leadership;
-use crate::metrics::{POD_GROUP_PHASES, SchedulerMetrics, label};
+use crate::metrics::{ON_CLOSE, ON_OPEN, SchedulerMetrics, label, ms};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
@@ -182,6 +182,7 @@ impl SchedulerRuntime {
         let Some(snap) = self.take_snapshot(&cache_opts) else {
             return;
         };
+        let snapshot_took = started.elapsed();
         self.sessions += 1;
         let conf = self.opts.conf.conf().clone();
         let opts = SessionOptions {
@@ -196,16 +197,21 @@ impl SchedulerRuntime {
         let metrics = self.metrics.clone();
         // The session is pure computation: off the async threads, so watches keep flowing.
         let decided = tokio::task::spawn_blocking(move || {
-            let mut ssn = Session::open(snap, &conf, opts);
+            let t = std::time::Instant::now();
+            let mut ssn =
+                Session::open_observed(snap, &conf, opts, &mut metrics.plugin_timer(ON_OPEN));
+            metrics
+                .open_session_ms
+                .observe(ms(snapshot_took + t.elapsed()));
             for action in &conf.actions {
                 let t = std::time::Instant::now();
                 volcano_scheduler::actions::run(action, &mut ssn);
                 metrics
-                    .action_latency_us
+                    .action_latency_ms
                     .get_or_create(&label("action", action.clone()))
-                    .observe(t.elapsed().as_secs_f64() * 1e6);
+                    .observe(ms(t.elapsed()));
             }
-            ssn.close()
+            ssn.close_observed(&mut metrics.plugin_timer(ON_CLOSE))
         })
         .await;
         let d = match decided {
@@ -215,8 +221,10 @@ impl SchedulerRuntime {
                 return;
             }
         };
+        // Recorded against the objects as the session saw them, before its writes land.
+        self.metrics
+            .record_session(&d, self.cache.objects(), started.elapsed());
         let written = self.writer.write(&d, &mut self.cache).await;
-        self.record(&d, started);
         if written.bound + written.evicted > 0 || written.bind_failures > 0 {
             tracing::info!(
                 bound = written.bound,
@@ -233,6 +241,9 @@ impl SchedulerRuntime {
     /// all objects that leaves the unreadable ones out.
     fn take_snapshot(&mut self, cache_opts: &CacheOptions) -> Option<Snapshot> {
         for c in self.cache.take_journal() {
+            if let Changed::Pod(None, Some(p)) = &c {
+                self.metrics.pod_watched(p, &self.opts.scheduler_names);
+            }
             follow(&mut self.snapshots, &c);
         }
         let objs = self.cache.objects();
@@ -268,89 +279,6 @@ impl SchedulerRuntime {
             Err(e) => {
                 tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
                 None
-            }
-        }
-    }
-
-    fn record(&self, d: &Decisions, started: Instant) {
-        let m = &self.metrics;
-        m.e2e_latency_ms
-            .observe(started.elapsed().as_secs_f64() * 1000.0);
-        m.schedule_attempts
-            .get_or_create(&label("result", "scheduled"))
-            .inc_by(d.binds.len() as u64);
-        m.preemption_victims.set(d.evictions.len() as i64);
-        m.unschedulable_jobs.set(d.unschedulable.len() as i64);
-        let pending_tasks: i64 = self
-            .cache
-            .objects()
-            .pods
-            .iter()
-            .filter(|p| {
-                p.spec.as_ref().is_some_and(|s| s.node_name.is_none())
-                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")
-            })
-            .count() as i64;
-        m.unschedulable_tasks.set(pending_tasks);
-        if !d.unschedulable.is_empty() {
-            m.schedule_attempts
-                .get_or_create(&label("result", "unschedulable"))
-                .inc_by(d.unschedulable.len() as u64);
-        }
-        for q in &d.queues {
-            let l = label("queue_name", q.name.clone());
-            for (res, qty) in &q.allocated {
-                let milli = volcano_api::quantity::parse_milli(&qty.0).unwrap_or(0) as f64;
-                let v = volcano_api::quantity::parse_value(&qty.0).unwrap_or(0) as f64;
-                match res.as_str() {
-                    "cpu" => {
-                        m.queue_allocated_milli_cpu.get_or_create(&l).set(milli);
-                    }
-                    "memory" => {
-                        m.queue_allocated_memory_bytes.get_or_create(&l).set(v);
-                    }
-                    _ => {
-                        m.queue_allocated_scalar
-                            .get_or_create(&[
-                                ("queue_name", q.name.clone()),
-                                ("resource", res.clone()),
-                            ])
-                            .set(v);
-                    }
-                };
-            }
-        }
-        let objs = self.cache.objects();
-        for q in &objs.queues {
-            let name = q.metadata.name.clone().unwrap_or_default();
-            m.queue_weight
-                .get_or_create(&label("queue_name", name.clone()))
-                .set(i64::from(q.spec.weight));
-        }
-        let mut counts: BTreeMap<(String, usize), i64> = BTreeMap::new();
-        for pg in &objs.pod_groups {
-            let queue = if pg.spec.queue.is_empty() {
-                self.opts.default_queue.clone()
-            } else {
-                pg.spec.queue.clone()
-            };
-            let phase = pg
-                .status
-                .as_ref()
-                .map(|s| s.phase.as_str())
-                .filter(|p| !p.is_empty())
-                .unwrap_or("Pending");
-            if let Some(i) = POD_GROUP_PHASES.iter().position(|p| *p == phase) {
-                *counts.entry((queue, i)).or_default() += 1;
-            }
-        }
-        for q in &objs.queues {
-            let name = q.metadata.name.clone().unwrap_or_default();
-            for (i, family) in m.queue_pod_groups.iter().enumerate() {
-                let n = counts.get(&(name.clone(), i)).copied().unwrap_or(0);
-                family
-                    .get_or_create(&label("queue_name", name.clone()))
-                    .set(n);
             }
         }
     }

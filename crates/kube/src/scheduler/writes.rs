@@ -119,6 +119,7 @@ impl Writer {
             let api = self.pods(&key.0);
             let node = node.clone();
             async move {
+                let started = std::time::Instant::now();
                 let binding = json!({
                     "apiVersion": "v1",
                     "kind": "Binding",
@@ -128,16 +129,16 @@ impl Writer {
                 let r: Result<serde_json::Value, KubeError> = api
                     .create_subresource("binding", &key.1, &PostParams::default(), &binding)
                     .await;
-                (key, node, r)
+                (key, node, r, started.elapsed())
             }
         });
         let results = bounded(jobs, self.concurrency).await;
-        for (key, node, r) in results {
+        for (key, node, r, took) in results {
             let name = format!("{}/{}", key.0, key.1);
             match r {
                 Ok(_) => {
                     w.bound += 1;
-                    self.metrics.pods_bound.inc();
+                    self.metrics.record_bound(took, cache.pod(&key));
                     let uid = cache.pod(&key).and_then(|p| p.metadata.uid.clone());
                     cache.assume_pod(&key, |p| {
                         if let Some(spec) = p.spec.as_mut() {

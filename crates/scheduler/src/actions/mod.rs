@@ -15,6 +15,8 @@ use crate::framework::Session;
 
 /// Runs the action `name`; names were checked when the configuration was parsed.
 pub fn run(name: &str, ssn: &mut Session) {
+    ssn.action.clear();
+    ssn.action.push_str(name);
     match name {
         "enqueue" => enqueue::execute(ssn),
         "allocate" => allocate::execute(ssn),

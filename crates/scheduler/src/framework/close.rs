@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
+use super::report::QueueReport;
 use super::session::Session;
 use super::signals::{FAILED_SCHEDULING, PodUnschedulable};
 use crate::actions::NOT_ENQUEUED;
@@ -87,6 +88,13 @@ pub struct Decisions {
     pub unschedulable: BTreeMap<String, Unschedulable>,
     /// Nodes whose pods need more than they have; they took no new pods.
     pub out_of_sync_nodes: Vec<String>,
+    /// Every queue as monitoring sees it (reporting only).
+    pub queue_reports: Vec<QueueReport>,
+    /// The action of every committed statement that evicted (reporting only).
+    pub eviction_transactions: Vec<String>,
+    /// `(namespace, PodGroup name, share)` of every job, where `drf` weighs jobs (reporting
+    /// only).
+    pub job_shares: Vec<(String, String, f64)>,
 }
 
 impl Decisions {
@@ -336,9 +344,18 @@ fn resource_list(s: &Snapshot, r: &Resource) -> ResourceList {
 
 impl Session {
     /// Closes the session: lets plugins write their last word, then collects every decision.
-    pub fn close(mut self) -> Decisions {
+    pub fn close(self) -> Decisions {
+        self.close_observed(&mut |_, close| close())
+    }
+
+    /// [`Session::close`], running each plugin's last word inside `around(plugin name, run)`,
+    /// so the caller can time it.
+    pub fn close_observed(mut self, around: &mut dyn FnMut(&str, &mut dyn FnMut())) -> Decisions {
         for slot in self.tiers.iter_mut().flatten() {
-            slot.plugin.on_session_close(&mut self.snap, &self.uid);
+            let name = slot.plugin.name();
+            around(name, &mut || {
+                slot.plugin.on_session_close(&mut self.snap, &self.uid);
+            });
         }
         let s = &self.snap;
         let mut d = Decisions {
@@ -373,6 +390,7 @@ impl Session {
                 .iter()
                 .map(|(t, n)| (s.task(*t).key.clone(), s.node(*n).name.clone()))
                 .collect(),
+            eviction_transactions: self.eviction_transactions.clone(),
             out_of_sync_nodes: s
                 .nodes
                 .iter()
@@ -534,6 +552,22 @@ impl Session {
     }
 
     fn close_queues(&self, d: &mut Decisions) {
+        let allocated = self.queue_allocated();
+        let s = &self.snap;
+        for (i, q) in s.queues.iter().enumerate() {
+            let a = &allocated[i];
+            d.queues.push(QueueAllocated {
+                name: q.name.clone(),
+                state: q.state.as_str().to_string(),
+                allocated: resource_list(s, a),
+                changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
+            });
+        }
+        self.report(d, &allocated);
+    }
+
+    /// Σ allocated of every queue's jobs and its descendants', by queue index.
+    fn queue_allocated(&self) -> Vec<Resource> {
         let s = &self.snap;
         let mut allocated: Vec<Resource> = s.queues.iter().map(|_| s.dims.zero()).collect();
         for job in &s.jobs {
@@ -554,14 +588,6 @@ impl Session {
                 depth += 1;
             }
         }
-        for (i, q) in s.queues.iter().enumerate() {
-            let a = &allocated[i];
-            d.queues.push(QueueAllocated {
-                name: q.name.clone(),
-                state: q.state.as_str().to_string(),
-                allocated: resource_list(s, a),
-                changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
-            });
-        }
+        allocated
     }
 }

@@ -6,6 +6,7 @@ pub mod close;
 mod dispatch;
 mod plugin;
 mod priority_queue;
+pub mod report;
 mod session;
 pub mod signals;
 mod statement;

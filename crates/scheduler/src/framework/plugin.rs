@@ -151,6 +151,15 @@ pub trait Plugin: Send {
     ) -> Option<Ordering> {
         None
     }
+    /// The plugin's view of queue `q` for metrics (`proportion`, `capacity`); never consulted
+    /// for a decision.
+    fn queue_share(&self, s: &Snapshot, q: QueueId) -> Option<super::report::QueueShare> {
+        None
+    }
+    /// The job's share for metrics (`drf`); never consulted for a decision.
+    fn job_share(&self, s: &Snapshot, j: JobId) -> Option<f64> {
+        None
+    }
     /// Whether the queue already has all it deserves.
     fn overused(&self, s: &Snapshot, q: QueueId) -> Option<bool> {
         None

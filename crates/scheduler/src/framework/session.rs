@@ -54,27 +54,42 @@ pub struct Session {
     pub(crate) evictions: Vec<(TaskId, String)>,
     /// Pipelined tasks nominated to the node their evictions freed.
     pub(crate) nominations: Vec<(TaskId, NodeId)>,
+    /// The action running, for reporting.
+    pub(crate) action: String,
+    /// The action of every committed statement that evicted, in order (reporting only).
+    pub(crate) eviction_transactions: Vec<String>,
 }
 
 impl Session {
     /// Opens a session: builds every configured plugin over the snapshot.
-    pub fn open(mut snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
+    pub fn open(snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
+        Self::open_observed(snap, conf, opts, &mut |_, build| build())
+    }
+
+    /// [`Session::open`], building each plugin inside `around(plugin name, build)`, so the
+    /// caller can time it (the scheduler reads no clock).
+    pub fn open_observed(
+        mut snap: Snapshot,
+        conf: &SchedulerConf,
+        opts: SessionOptions,
+        around: &mut dyn FnMut(&str, &mut dyn FnMut()),
+    ) -> Session {
         snap.build_node_table();
-        let tiers = conf
-            .tiers
-            .iter()
-            .map(|tier| {
-                tier.plugins
-                    .iter()
-                    .filter_map(|opt| {
-                        plugins::build(opt, &snap).map(|plugin| PluginSlot {
-                            flags: opt.flags,
-                            plugin,
-                        })
-                    })
-                    .collect()
-            })
-            .collect::<Vec<Vec<PluginSlot>>>();
+        let mut tiers: Vec<Vec<PluginSlot>> = Vec::with_capacity(conf.tiers.len());
+        for tier in &conf.tiers {
+            let mut slots = Vec::with_capacity(tier.plugins.len());
+            for opt in &tier.plugins {
+                let mut built = None;
+                around(&opt.name, &mut || built = plugins::build(opt, &snap));
+                if let Some(plugin) = built {
+                    slots.push(PluginSlot {
+                        flags: opt.flags,
+                        plugin,
+                    });
+                }
+            }
+            tiers.push(slots);
+        }
         let node_checks = tiers
             .iter()
             .enumerate()
@@ -96,6 +111,8 @@ impl Session {
             binds: Vec::new(),
             evictions: Vec::new(),
             nominations: Vec::new(),
+            action: String::new(),
+            eviction_transactions: Vec::new(),
         }
     }
 
@@ -199,6 +216,7 @@ impl Session {
     /// Makes a statement's operations final: allocations are sent for binding, evictions are
     /// executed; pipelined tasks stay reserved in the session.
     pub fn commit(&mut self, st: Statement) {
+        let evictions_before = self.evictions.len();
         for op in st.into_ops() {
             match op {
                 super::statement::Op::Allocate { task, node } => self.dispatch(task, node),
@@ -215,6 +233,9 @@ impl Session {
                     }
                 }
             }
+        }
+        if self.evictions.len() > evictions_before {
+            self.eviction_transactions.push(self.action.clone());
         }
     }
 

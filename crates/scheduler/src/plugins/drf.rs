@@ -56,6 +56,10 @@ impl Plugin for Drf {
         "drf"
     }
 
+    fn job_share(&self, _s: &Snapshot, j: JobId) -> Option<f64> {
+        Some(self.share_of(j))
+    }
+
     fn job_order(&self, _s: &Snapshot, l: JobId, r: JobId) -> Option<Ordering> {
         let (a, b) = (self.share_of(l), self.share_of(r));
         Some(if a == b {

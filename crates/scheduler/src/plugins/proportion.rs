@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::queue_accounting::{QueueSums, queue_sums, queues_with_jobs};
+use crate::framework::report::QueueShare;
 use crate::framework::{Plugin, Verdict};
 use crate::model::{JobId, QueueId, QueueState, Snapshot, TaskId};
 use crate::resource::{PODS_DIM, Resource, UNBOUNDED, share};
@@ -21,6 +22,8 @@ struct Attr {
     allocated: Resource,
     inqueue: Resource,
     elastic: Resource,
+    /// Kept for metrics only.
+    request: Resource,
     share: f64,
 }
 
@@ -138,7 +141,7 @@ impl Proportion {
                 allocated,
                 inqueue,
                 elastic,
-                ..
+                request,
             }) = sums[q.idx()].clone()
             else {
                 continue;
@@ -156,6 +159,7 @@ impl Proportion {
                 allocated,
                 inqueue,
                 elastic,
+                request,
                 share: 0.0,
             };
             attr.share = Self::share_of(&attr);
@@ -211,6 +215,17 @@ impl Plugin for Proportion {
         let sl = self.attr(l).map_or(0.0, |a| a.share);
         let sr = self.attr(r).map_or(0.0, |a| a.share);
         Some(sl.partial_cmp(&sr).unwrap_or(Ordering::Equal))
+    }
+
+    fn queue_share(&self, _s: &Snapshot, q: QueueId) -> Option<QueueShare> {
+        let a = self.attr(q)?;
+        Some(QueueShare {
+            deserved: a.deserved.clone(),
+            real_capability: a.real_capability.clone(),
+            request: a.request.clone(),
+            inqueue: a.inqueue.clone(),
+            share: a.share,
+        })
     }
 
     fn overused(&self, _s: &Snapshot, q: QueueId) -> Option<bool> {

@@ -20,6 +20,7 @@ use std::cmp::Ordering;
 use volcano_api::keys;
 
 use crate::conf::PluginOption;
+use crate::framework::report::QueueShare;
 use crate::framework::{Plugin, Verdict};
 use crate::model::{JobId, QueueId, QueueState, Snapshot, TaskId};
 use crate::resource::{PODS_DIM, Resource};
@@ -189,6 +190,17 @@ fn over_on_requested(used: &Resource, req: &Resource, limit: &Resource) -> Vec<u
 impl Plugin for Capacity {
     fn name(&self) -> &'static str {
         "capacity"
+    }
+
+    fn queue_share(&self, _s: &Snapshot, q: QueueId) -> Option<QueueShare> {
+        let a = self.attr(q)?;
+        Some(QueueShare {
+            deserved: a.deserved.clone(),
+            real_capability: a.real_capability.clone(),
+            request: a.request.clone(),
+            inqueue: a.inqueue.clone(),
+            share: a.share,
+        })
     }
 
     fn queue_order(&self, s: &Snapshot, l: QueueId, r: QueueId) -> Option<Ordering> {
