@@ -123,7 +123,9 @@ async fn kubectl_apply_get_label_describe_delete() {
     std::fs::write(dir.join("kubeconfig"), kubeconfig(&t.server.url())).unwrap();
     std::fs::write(dir.join("job.yaml"), JOB).unwrap();
     std::fs::write(dir.join("queues.yaml"), QUEUES).unwrap();
-    // What the controllers and the scheduler would have made of the job.
+    // What the controllers and the scheduler would have made of the job, in its queue.
+    let research = json!({"metadata": {"name": "research"}, "spec": {"weight": 1}});
+    store.create("queues", None, research).unwrap();
     let pg =
         json!({"metadata": {"name": "test-job"}, "spec": {"minMember": 2, "queue": "research"}});
     store.create("podgroups", Some("default"), pg).unwrap();
@@ -207,12 +209,12 @@ async fn kubectl_apply_get_label_describe_delete() {
     let (ok, deleted) = run(vec!["delete", "-f", "job.yaml", "-f", "queues.yaml"])
         .await
         .unwrap();
-    // The default queue stays, as a cluster with deploy/'s queue protection keeps it.
+    // The default queue stays, as Volcano's queue webhook keeps it.
     assert!(!ok, "deleting the default queue succeeded:\n{deleted}");
     for want in [
         "\"test-job\" deleted",
         "\"research\" deleted",
-        "(Forbidden)",
+        "admission webhook \"validatequeue.volcano.sh\" denied the request",
         "`default` queue can not be deleted",
     ] {
         assert!(deleted.contains(want), "missing {want:?} in:\n{deleted}");
