@@ -76,42 +76,48 @@ pub async fn write_client_configs(
         let name = configuration_name(endpoint);
         let found = if endpoint.is_mutating() {
             let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-            let current = api.get_opt(&name).await.map_err(|e| api_error(&name, e))?;
-            match current {
-                None => false,
-                Some(c) => {
-                    let webhooks: Vec<(String, WebhookClientConfig)> = c
-                        .webhooks
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|w| (w.name, w.client_config))
-                        .collect();
-                    patch(&api, &name, endpoint, &webhooks, target).await?;
-                    true
-                }
-            }
+            write_one(&api, &name, endpoint, target, |c| {
+                c.webhooks
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|w| (w.name, w.client_config))
+                    .collect()
+            })
+            .await?
         } else {
             let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-            let current = api.get_opt(&name).await.map_err(|e| api_error(&name, e))?;
-            match current {
-                None => false,
-                Some(c) => {
-                    let webhooks: Vec<(String, WebhookClientConfig)> = c
-                        .webhooks
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|w| (w.name, w.client_config))
-                        .collect();
-                    patch(&api, &name, endpoint, &webhooks, target).await?;
-                    true
-                }
-            }
+            write_one(&api, &name, endpoint, target, |c| {
+                c.webhooks
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|w| (w.name, w.client_config))
+                    .collect()
+            })
+            .await?
         };
         if !found {
             missing.push(name);
         }
     }
     Ok(missing)
+}
+
+/// Writes `target` into configuration `name` if it exists; whether it does.
+async fn write_one<K>(
+    api: &Api<K>,
+    name: &str,
+    endpoint: Endpoint,
+    target: &ClientTarget,
+    webhooks_of: fn(K) -> Vec<(String, WebhookClientConfig)>,
+) -> Result<bool, WebhookError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let Some(current) = api.get_opt(name).await.map_err(|e| api_error(name, e))? else {
+        return Ok(false);
+    };
+    patch(api, name, endpoint, &webhooks_of(current), target).await?;
+    Ok(true)
 }
 
 async fn patch<K>(
