@@ -16,7 +16,7 @@ use volcano_controllers::admission::{
     AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
 };
 
-use super::{Store, validate};
+use super::Store;
 use crate::error::ApiError;
 use crate::kinds::{self, KindInfo};
 
@@ -43,65 +43,6 @@ impl AdmissionView for StoreView<'_> {
 
     fn queues(&self) -> Vec<Queue> {
         self.0.queues()
-    }
-}
-
-/// The part of Kubernetes' pod template validation Volcano's webhook runs on each task that
-/// the API server would otherwise refuse only when the pods are created: the containers'
-/// resources, after the defaulting of requests from limits. Worded as Volcano's
-/// `validateTaskTemplate`: `spec.task[0].template.spec.containers[0].resources.limits:
-/// Required value: ... `.
-fn check_templates(object: &Value) -> Result<(), ApiError> {
-    let tasks = object.pointer("/spec/tasks").and_then(Value::as_array);
-    let mut message = String::new();
-    for (index, task) in tasks.into_iter().flatten().enumerate() {
-        let mut spec = task
-            .pointer("/template/spec")
-            .cloned()
-            .unwrap_or(Value::Null);
-        default_requests(&mut spec);
-        let errors = validate::pod_spec_errors(kinds::pods(), &spec, "template.spec")
-            .map_err(|e| denied_by(Endpoint::JobsValidate, &e.message))?;
-        if !errors.is_empty() {
-            message.push_str(&format!("spec.task[{index}]."));
-            for e in errors {
-                message.push_str(&format!("{e}. "));
-            }
-        }
-    }
-    if message.is_empty() {
-        Ok(())
-    } else {
-        Err(denied_by(Endpoint::JobsValidate, &message))
-    }
-}
-
-/// Kubernetes' defaulting of a missing request to the limit of the same resource.
-fn default_requests(spec: &mut Value) {
-    for list in ["initContainers", "containers"] {
-        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
-            continue;
-        };
-        for c in containers {
-            let Some(limits) = c
-                .pointer("/resources/limits")
-                .and_then(Value::as_object)
-                .cloned()
-            else {
-                continue;
-            };
-            let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else {
-                continue;
-            };
-            let requests = resources
-                .entry("requests")
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-            if let Some(requests) = requests.as_object_mut() {
-                for (name, qty) in limits {
-                    requests.entry(name).or_insert(qty);
-                }
-            }
-        }
     }
 }
 
@@ -154,11 +95,7 @@ impl Store {
         if is_volcano_job(kind) {
             custom_resource::ensure_spec(object);
         }
-        self.admit(kind, Operation::Create, Some(object), None)?;
-        if is_volcano_job(kind) {
-            check_templates(object)?;
-        }
-        Ok(())
+        self.admit(kind, Operation::Create, Some(object), None)
     }
 
     /// Defaults and validates an update: Volcano lets a Job change only its replicas,

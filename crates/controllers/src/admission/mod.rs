@@ -15,6 +15,7 @@ use volcano_api::scheduling::{Queue, queue_state};
 mod mutate;
 mod names;
 mod pod;
+pub mod pod_resources;
 mod podgroup;
 mod policies;
 mod queue;

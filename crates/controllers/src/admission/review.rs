@@ -278,7 +278,15 @@ fn run(
         Endpoint::JobsValidate => match op {
             Operation::Create => {
                 let job: Job = decode(request.object, "Job")?;
-                Verdict::from_result(validate_new_job(&job, view).map_err(|e| e.to_string()))
+                let checked = validate_new_job(&job, view).map_err(|e| e.to_string());
+                // The task templates as the API server will judge their pods, on the object as
+                // sent (fields the Job type does not model included).
+                let templates = || {
+                    request
+                        .object
+                        .map_or(Ok(()), super::pod_resources::check_task_templates)
+                };
+                Verdict::from_result(checked.and_then(|()| templates()))
             }
             Operation::Update => {
                 let job: Job = decode(request.object, "Job")?;

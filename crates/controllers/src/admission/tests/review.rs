@@ -342,3 +342,26 @@ fn jobs_are_defaulted_then_judged_with_their_queue_and_plugins() {
         Verdict::Allowed(_)
     ));
 }
+
+#[test]
+fn a_task_whose_pods_the_api_server_would_refuse_is_refused_with_the_job() {
+    let job = |resources: Value| {
+        json!({"metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"queue": "dev", "tasks": [{"name": "t", "replicas": 1, "template": {"spec":
+        {"containers": [{"name": "c", "image": "busybox", "resources": resources}]}}}]}})
+    };
+    assert_eq!(
+        refused(
+            Endpoint::JobsValidate,
+            job(json!({"requests": {"nvidia.com/gpu": "1"}}))
+        ),
+        "spec.task[0].template.spec.containers[0].resources.limits: Required value: Limit must \
+         be set for non overcommitable resources. "
+    );
+    // A limit alone is the request too.
+    let verdict = create(
+        Endpoint::JobsValidate,
+        job(json!({"limits": {"nvidia.com/gpu": "1"}})),
+    );
+    assert!(matches!(verdict, Verdict::Allowed(_)), "{verdict:?}");
+}
