@@ -64,17 +64,19 @@ pub fn validate_queue(
     view: &dyn AdmissionView,
     settings: &AdmissionSettings,
 ) -> Result<(), String> {
+    // Listed once: the tree rules below look queues up many times.
+    let queues = Queues::of(view);
     let mut errors = Vec::new();
     quantity_errors(queue, &mut errors);
     state_errors(queue, &mut errors);
-    hierarchy_annotation_errors(queue, view, &mut errors);
+    hierarchy_annotation_errors(queue, &queues, &mut errors);
     if !errors.is_empty() {
         return Err(aggregate(&errors));
     }
     let name = queue.metadata.name.as_deref().unwrap_or_default();
     let parent_changed = old.is_none_or(|o| o.spec.parent != queue.spec.parent);
     if parent_changed {
-        check_parent(queue, view, settings)?;
+        check_parent(queue, &queues, settings)?;
     }
     if let Some(old) = old
         && settings.enable_root_queue_protection
@@ -87,7 +89,7 @@ pub fn validate_queue(
         );
     }
     if name != ROOT_QUEUE && old.is_none_or(|o| parent_changed || !same_quotas(queue, o)) {
-        check_tree_quotas(queue, view)?;
+        check_tree_quotas(queue, &queues)?;
     }
     Ok(())
 }
@@ -216,7 +218,7 @@ fn state_errors(queue: &Queue, errors: &mut Vec<String>) {
 
 /// The `volcano.sh/hierarchy` and `volcano.sh/hierarchy-weights` annotations of the `drf`
 /// plugin's hierarchy: equal lengths, positive weights, and no queue already below this path.
-fn hierarchy_annotation_errors(queue: &Queue, view: &dyn AdmissionView, errors: &mut Vec<String>) {
+fn hierarchy_annotation_errors(queue: &Queue, queues: &Queues, errors: &mut Vec<String>) {
     let annotation = |key: &str| {
         queue
             .metadata
@@ -259,7 +261,7 @@ fn hierarchy_annotation_errors(queue: &Queue, view: &dyn AdmissionView, errors: 
     }
     let name = queue.metadata.name.as_deref().unwrap_or_default();
     let below = format!("{hierarchy}/");
-    for other in view.queues() {
+    for other in queues.all.values() {
         let other_name = other.metadata.name.as_deref().unwrap_or_default();
         let other_path = other
             .metadata
@@ -283,20 +285,65 @@ pub(crate) fn not_found(name: &str) -> String {
     format!("queue.scheduling.volcano.sh \"{name}\" not found")
 }
 
-/// The queues naming `parent` as theirs. Queues without a parent are `root`'s children.
+/// The parent a queue names; queues without one are `root`'s children.
+fn parent_of(q: &Queue) -> &str {
+    let name = q.metadata.name.as_deref().unwrap_or_default();
+    if q.spec.parent.is_empty() && name != ROOT_QUEUE {
+        ROOT_QUEUE
+    } else {
+        q.spec.parent.as_str()
+    }
+}
+
+fn is_child_of(q: &Queue, parent: &str) -> bool {
+    parent_of(q) == parent && q.metadata.name.as_deref() != Some(parent)
+}
+
+/// The queues naming `parent` as theirs.
 pub(crate) fn children_of(view: &dyn AdmissionView, parent: &str) -> Vec<Queue> {
     view.queues()
         .into_iter()
-        .filter(|q| {
-            let name = q.metadata.name.as_deref().unwrap_or_default();
-            let p = if q.spec.parent.is_empty() && name != ROOT_QUEUE {
-                ROOT_QUEUE
-            } else {
-                q.spec.parent.as_str()
-            };
-            p == parent && name != parent
-        })
+        .filter(|q| is_child_of(q, parent))
         .collect()
+}
+
+/// Every queue, listed once for one review, with its children by parent.
+struct Queues {
+    all: BTreeMap<String, Queue>,
+    children: BTreeMap<String, Vec<String>>,
+}
+
+impl Queues {
+    fn of(view: &dyn AdmissionView) -> Self {
+        let all: BTreeMap<String, Queue> = view
+            .queues()
+            .into_iter()
+            .map(|q| (q.metadata.name.clone().unwrap_or_default(), q))
+            .collect();
+        let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, q) in &all {
+            if is_child_of(q, parent_of(q)) {
+                children
+                    .entry(parent_of(q).to_string())
+                    .or_default()
+                    .push(name.clone());
+            }
+        }
+        Queues { all, children }
+    }
+
+    fn get(&self, name: &str) -> Option<&Queue> {
+        self.all.get(name)
+    }
+
+    fn children(&self, parent: &str) -> Vec<&Queue> {
+        self.children
+            .get(parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.all.get(n))
+            .collect()
+    }
 }
 
 fn allocated_pods(queue: &Queue) -> i64 {
@@ -313,7 +360,7 @@ fn allocated_pods(queue: &Queue) -> i64 {
 /// parent that has no children yet runs no pods of its own.
 fn check_parent(
     queue: &Queue,
-    view: &dyn AdmissionView,
+    queues: &Queues,
     settings: &AdmissionSettings,
 ) -> Result<(), String> {
     let name = queue.metadata.name.as_deref().unwrap_or_default();
@@ -342,7 +389,7 @@ fn check_parent(
                 settings.max_queue_depth
             ));
         }
-        let Some(p) = view.queue(&next) else {
+        let Some(p) = queues.get(&next) else {
             return Err(format!(
                 "failed to get parent queue {next} of queue {name}: {}",
                 not_found(&next)
@@ -351,14 +398,14 @@ fn check_parent(
         path.push(next);
         next = p.spec.parent.clone();
     }
-    let Some(parent_queue) = view.queue(parent) else {
+    let Some(parent_queue) = queues.get(parent) else {
         return Err(format!(
             "failed to get parent queue of queue {name}: {}",
             not_found(parent)
         ));
     };
-    if children_of(view, parent).is_empty() {
-        let pods = allocated_pods(&parent_queue);
+    if queues.children(parent).is_empty() {
+        let pods = allocated_pods(parent_queue);
         if pods != 0 {
             return Err(format!(
                 "queue {parent} cannot be the parent queue of queue {name} because it has \
@@ -381,18 +428,18 @@ fn shown(resource: &str, milli: i64) -> String {
 
 /// A queue's capability within its nearest capped ancestor's, its and its siblings' guarantees
 /// and deserved within its parent's, and its children's within its own.
-fn check_tree_quotas(queue: &Queue, view: &dyn AdmissionView) -> Result<(), String> {
+fn check_tree_quotas(queue: &Queue, queues: &Queues) -> Result<(), String> {
     let name = queue.metadata.name.as_deref().unwrap_or_default();
     let parent = queue.spec.parent.as_str();
     if !parent.is_empty() && parent != ROOT_QUEUE {
-        let Some(parent_queue) = view.queue(parent) else {
+        let Some(parent_queue) = queues.get(parent) else {
             return Err(format!(
                 "parent queue {parent} not found: {}",
                 not_found(parent)
             ));
         };
         for (resource, mine) in capability(queue) {
-            if let Some(limit) = ancestor_capability(queue, &resource, view)
+            if let Some(limit) = ancestor_capability(queue, &resource, queues)
                 && mine > limit
             {
                 return Err(format!(
@@ -402,21 +449,22 @@ fn check_tree_quotas(queue: &Queue, view: &dyn AdmissionView) -> Result<(), Stri
                 ));
             }
         }
-        let siblings: Vec<Queue> = children_of(view, parent)
+        let siblings: Vec<&Queue> = queues
+            .children(parent)
             .into_iter()
             .filter(|q| q.metadata.name.as_deref() != Some(name))
-            .chain(std::iter::once(queue.clone()))
+            .chain(std::iter::once(queue))
             .collect();
-        check_children_sums(&parent_queue, &siblings, "parent queue")?;
+        check_children_sums(parent_queue, &siblings, "parent queue")?;
     }
-    let children = children_of(view, name);
+    let children = queues.children(name);
     if children.is_empty() {
         return Ok(());
     }
     for (resource, limit) in capability(queue) {
         let widest = children
             .iter()
-            .map(|c| subtree_capability(c, &resource, view, 0))
+            .map(|c| subtree_capability(c, &resource, queues, 0))
             .max()
             .unwrap_or(0);
         if limit < widest {
@@ -433,7 +481,7 @@ fn check_tree_quotas(queue: &Queue, view: &dyn AdmissionView) -> Result<(), Stri
 
 /// The children's guarantees and deserved, summed, within the parent's on each resource the
 /// parent sets.
-fn check_children_sums(parent: &Queue, children: &[Queue], who: &str) -> Result<(), String> {
+fn check_children_sums(parent: &Queue, children: &[&Queue], who: &str) -> Result<(), String> {
     let parent_name = parent.metadata.name.as_deref().unwrap_or_default();
     for (what, of) in [
         ("guarantee", guarantee as fn(&Queue) -> Amounts),
@@ -470,13 +518,13 @@ fn listed(amounts: &Amounts) -> String {
 }
 
 /// The capability of the nearest ancestor (below root) that caps `resource`.
-fn ancestor_capability(queue: &Queue, resource: &str, view: &dyn AdmissionView) -> Option<i64> {
+fn ancestor_capability(queue: &Queue, resource: &str, queues: &Queues) -> Option<i64> {
     let mut next = queue.spec.parent.clone();
     let mut seen = 0;
     while !next.is_empty() && next != ROOT_QUEUE && seen < 64 {
         seen += 1;
-        let p = view.queue(&next)?;
-        if let Some(v) = capability(&p).get(resource).filter(|v| **v > 0) {
+        let p = queues.get(&next)?;
+        if let Some(v) = capability(p).get(resource).filter(|v| **v > 0) {
             return Some(*v);
         }
         next = p.spec.parent.clone();
@@ -486,7 +534,7 @@ fn ancestor_capability(queue: &Queue, resource: &str, view: &dyn AdmissionView) 
 
 /// The widest capability of `resource` set in the subtree of `queue`: its own if set, else the
 /// widest of its children's subtrees.
-fn subtree_capability(queue: &Queue, resource: &str, view: &dyn AdmissionView, depth: u32) -> i64 {
+fn subtree_capability(queue: &Queue, resource: &str, queues: &Queues, depth: u32) -> i64 {
     if let Some(v) = capability(queue).get(resource).filter(|v| **v > 0) {
         return *v;
     }
@@ -494,9 +542,10 @@ fn subtree_capability(queue: &Queue, resource: &str, view: &dyn AdmissionView, d
         return 0;
     }
     let name = queue.metadata.name.as_deref().unwrap_or_default();
-    children_of(view, name)
-        .iter()
-        .map(|c| subtree_capability(c, resource, view, depth + 1))
+    queues
+        .children(name)
+        .into_iter()
+        .map(|c| subtree_capability(c, resource, queues, depth + 1))
         .max()
         .unwrap_or(0)
 }
