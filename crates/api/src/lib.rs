@@ -11,11 +11,15 @@ pub mod crds;
 pub mod custom_resource;
 pub mod event;
 pub mod keys;
+pub mod object_ref;
 pub mod quantity;
 pub mod resources;
 pub mod scenario;
 pub mod scheduling;
 mod schema;
+pub mod store;
 
 pub use k8s_openapi;
+pub use object_ref::{NamespacedName, ObjectKind, ObjectRef};
 pub use scenario::{LoadError, Objects, Scenario, Source};
+pub use store::{ObjectStore, WatchEvent};

@@ -6,7 +6,7 @@ use volcano_api::bus::{BusAction, Command};
 use volcano_api::event::{Event, EventType};
 
 use crate::change::Change;
-use crate::view::NamespacedName;
+use volcano_api::NamespacedName;
 
 /// Where a consumed Command's action goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,9 +48,10 @@ pub fn consume(cmd: &Command) -> Consumption {
     }];
     let action = BusAction::parse(&cmd.action);
     let route = match (cmd.target.as_ref(), action) {
-        (Some(t), Some(a)) if t.kind == "Job" && JOB_ACTIONS.contains(&a) => {
-            Some(Route::Job((namespace.clone(), t.name.clone()), a))
-        }
+        (Some(t), Some(a)) if t.kind == "Job" && JOB_ACTIONS.contains(&a) => Some(Route::Job(
+            NamespacedName::new(namespace.clone(), t.name.clone()),
+            a,
+        )),
         (Some(t), Some(a @ (BusAction::OpenQueue | BusAction::CloseQueue)))
             if t.kind == "Queue" =>
         {
@@ -78,7 +79,7 @@ pub fn consume(cmd: &Command) -> Consumption {
         }));
     }
     Consumption {
-        command: (namespace, name),
+        command: NamespacedName::new(namespace, name),
         changes,
         route,
     }

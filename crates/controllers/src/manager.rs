@@ -20,8 +20,9 @@ use crate::job::sync::JobEnv;
 use crate::podgroup::PodGroupController;
 use crate::queue::QueueController;
 use crate::time::Instant;
-use crate::view::{ClusterView, NamespacedName};
+use crate::view::ClusterView;
 use crate::workqueue::{RetryPolicy, WorkQueue};
+use volcano_api::{NamespacedName, WatchEvent};
 
 /// A watch event: an object appeared (`old` none), changed, or went away (`new` none).
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +57,35 @@ pub enum Watch<'a> {
     },
     /// A Command appeared.
     Command(&'a Command),
+}
+
+impl<'a> Watch<'a> {
+    /// The watch event as the controllers take it; `None` for what they do not follow
+    /// (nodes, priority classes, a Command changed or deleted).
+    pub fn of(event: &'a WatchEvent) -> Option<Self> {
+        Some(match event {
+            WatchEvent::Job(o, n) => Watch::Job {
+                old: o.as_deref(),
+                new: n.as_deref(),
+            },
+            WatchEvent::Pod(o, n) => Watch::Pod {
+                old: o.as_deref(),
+                new: n.as_deref(),
+            },
+            WatchEvent::PodGroup(o, n) => Watch::PodGroup {
+                old: o.as_deref(),
+                new: n.as_deref(),
+            },
+            WatchEvent::Queue(o, n) => Watch::Queue {
+                old: o.as_deref(),
+                new: n.as_deref(),
+            },
+            WatchEvent::Command(None, Some(c)) => Watch::Command(c),
+            WatchEvent::Command(..) | WatchEvent::Node(..) | WatchEvent::PriorityClass(..) => {
+                return None;
+            }
+        })
+    }
 }
 
 /// Settings of the controllers.
@@ -207,7 +237,7 @@ impl ControllerManager {
             }
             Watch::Queue { old, new } => self.queues.on_queue(old, new),
             Watch::Command(c) => {
-                self.commands.add((
+                self.commands.add(NamespacedName::new(
                     c.metadata.namespace.clone().unwrap_or_default(),
                     c.metadata.name.clone().unwrap_or_default(),
                 ));
@@ -226,8 +256,8 @@ impl ControllerManager {
         }
         while let Some(key) = self.commands.pop(now) {
             let found = view.commands().iter().find(|c| {
-                c.metadata.namespace.as_deref() == Some(key.0.as_str())
-                    && c.metadata.name.as_deref() == Some(key.1.as_str())
+                c.metadata.namespace.as_deref() == Some(key.namespace.as_str())
+                    && c.metadata.name.as_deref() == Some(key.name.as_str())
             });
             match found {
                 Some(cmd) => {

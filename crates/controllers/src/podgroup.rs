@@ -12,8 +12,9 @@ use volcano_api::scheduling::{PodGroup, PodGroupSpec, PodGroupStatus, phase};
 
 use crate::change::Change;
 use crate::time::Instant;
-use crate::view::{ClusterView, NamespacedName, owning_job, pod_annotation as annotation};
+use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{RetryPolicy, WorkQueue};
+use volcano_api::NamespacedName;
 
 /// The PodGroup controller.
 pub struct PodGroupController {
@@ -59,7 +60,7 @@ impl PodGroupController {
     /// A pod was added or changed.
     pub fn on_pod(&mut self, pod: &Pod) {
         if self.needs_pod_group(pod) {
-            self.queue.add((
+            self.queue.add(NamespacedName::new(
                 pod.metadata.namespace.clone().unwrap_or_default(),
                 pod.metadata.name.clone().unwrap_or_default(),
             ));
@@ -80,7 +81,10 @@ impl PodGroupController {
     pub fn next(&mut self, view: &ClusterView<'_>, now: Instant) -> Option<PodGroupWork> {
         loop {
             let key = self.queue.pop(now)?;
-            match view.pod(&key.0, &key.1).filter(|p| self.needs_pod_group(p)) {
+            match view
+                .pod(&key.namespace, &key.name)
+                .filter(|p| self.needs_pod_group(p))
+            {
                 Some(pod) => {
                     return Some(PodGroupWork {
                         changes: changes_for(pod, view),

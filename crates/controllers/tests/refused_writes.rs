@@ -62,8 +62,8 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
     for j in &mut scenario.objects.jobs {
         admission::default_job(j);
     }
-    let objects = scenario.objects;
-    let view = ClusterView::new(&objects);
+    let store = volcano_api::ObjectStore::new(scenario.objects);
+    let view = ClusterView::new(&store);
     let mut m = ControllerManager::new(ManagerOptions {
         retry: RetryPolicy {
             base: Duration::from_millis(5),

@@ -33,6 +33,20 @@ pub fn parse_object(object: &str) -> Option<(&str, Option<&str>, &str)> {
     }
 }
 
+/// The identity of what an event's `Kind/namespace/name` (or `Kind/name`) names.
+// Goes when events carry typed identities.
+pub fn object_ref(object: &str) -> Option<volcano_api::ObjectRef> {
+    let (kind, namespace, name) = parse_object(object)?;
+    let key = match namespace {
+        Some(ns) => volcano_api::NamespacedName::new(ns, name),
+        None => volcano_api::NamespacedName::cluster(name),
+    };
+    Some(volcano_api::ObjectRef::new(
+        volcano_api::ObjectKind::from_name(kind)?,
+        key,
+    ))
+}
+
 /// The object an event's `Kind/namespace/name` (or `Kind/name`) names.
 pub fn reference(object: &str, uid: Option<String>) -> Option<ObjectReference> {
     let (kind, namespace, name) = parse_object(object)?;

@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod cache;
 pub mod conf;
+pub mod cycle;
 pub mod fit;
 pub mod framework;
 pub mod model;

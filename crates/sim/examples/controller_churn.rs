@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cluster.settle()?;
     let start = WallClock::now();
     let report = churn::run(
-        cluster.store.objects,
+        cluster.store.into_objects(),
         options(),
         Churn {
             updates: 20_000,

@@ -4,15 +4,17 @@
 
 use std::time::Duration;
 
-use volcano_api::Objects;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::scheduling::PodGroup;
 use volcano_api::scheduling::{PodGroupStatus, phase};
+use volcano_api::{NamespacedName, Objects};
 use volcano_controllers::change::Change;
-use volcano_controllers::manager::{ManagerOptions, Work, WorkKey};
+use volcano_controllers::manager::{ManagerOptions, Watch, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 
 use crate::cluster::Cluster;
-use crate::store::Watched;
+use volcano_api::WatchEvent;
 
 /// The load to generate.
 #[derive(Debug, Clone, Copy)]
@@ -74,9 +76,9 @@ impl Churner {
     /// Churn for `cluster`, one update every `churn.over / churn.updates` of virtual time.
     pub fn new(cluster: Cluster, churn: Churn) -> Self {
         let report = ChurnReport {
-            objects: cluster.store.objects.jobs.len()
-                + cluster.store.objects.pod_groups.len()
-                + cluster.store.objects.queues.len(),
+            objects: cluster.store.objects().jobs.len()
+                + cluster.store.objects().pod_groups.len()
+                + cluster.store.objects().queues.len(),
             ..Default::default()
         };
         Churner {
@@ -99,37 +101,37 @@ impl Churner {
 
     /// Changes the `i`-th PodGroup's and pod's phases in the store, returning what the
     /// controllers are to watch.
-    fn update(&mut self, i: u32) -> Vec<Watched> {
+    fn update(&mut self, i: u32) -> Vec<WatchEvent> {
         let cluster = &mut self.cluster;
         cluster.now = cluster.now.after(self.step);
         let mut watched = Vec::with_capacity(2);
-        let groups = cluster.store.objects.pod_groups.len();
+        let groups = cluster.store.objects().pod_groups.len();
         if groups > 0 {
             let idx = usize::try_from(i).unwrap_or(0) % groups;
-            let pg = &mut cluster.store.objects.pod_groups[idx];
-            let old = pg.clone();
-            let next = match pg.status.as_ref().map(|s| s.phase.as_str()) {
-                Some(phase::RUNNING) => phase::INQUEUE,
-                _ => phase::RUNNING,
-            };
-            pg.status.get_or_insert_with(PodGroupStatus::default).phase = next.to_string();
-            let new = pg.clone();
-            watched.push(Watched::PodGroup(Some(Box::new(old)), Some(Box::new(new))));
+            let key = NamespacedName::of(&cluster.store.objects().pod_groups[idx].metadata);
+            let changed = cluster.store.modify::<PodGroup>(&key, |pg| {
+                let next = match pg.status.as_ref().map(|s| s.phase.as_str()) {
+                    Some(phase::RUNNING) => phase::INQUEUE,
+                    _ => phase::RUNNING,
+                };
+                pg.status.get_or_insert_with(PodGroupStatus::default).phase = next.to_string();
+            });
+            watched.extend(changed.ok());
         }
         // A pod of the cluster changes phase with it, as kubelets report, so that job status
         // really changes and must be written.
-        let pods = cluster.store.objects.pods.len();
+        let pods = cluster.store.objects().pods.len();
         if pods > 0 {
             let idx = usize::try_from(i).unwrap_or(0) % pods;
-            let pod = &mut cluster.store.objects.pods[idx];
-            let old = pod.clone();
-            let status = pod.status.get_or_insert_with(Default::default);
-            status.phase = Some(match status.phase.as_deref() {
-                Some("Running") => "Pending".to_string(),
-                _ => "Running".to_string(),
+            let key = NamespacedName::of(&cluster.store.objects().pods[idx].metadata);
+            let changed = cluster.store.modify::<Pod>(&key, |pod| {
+                let status = pod.status.get_or_insert_with(Default::default);
+                status.phase = Some(match status.phase.as_deref() {
+                    Some("Running") => "Pending".to_string(),
+                    _ => "Running".to_string(),
+                });
             });
-            let new = pod.clone();
-            watched.push(Watched::Pod(Some(Box::new(old)), Some(Box::new(new))));
+            watched.extend(changed.ok());
         }
         watched
     }
@@ -137,16 +139,16 @@ impl Churner {
     /// Shows the controllers `watched`, then works off what is due now; retries wait for
     /// their backoff. Each turn's outcome is reported with the next turn's view of the
     /// objects, as both see the same objects: one index build per turn.
-    fn work_off(&mut self, watched: Vec<Watched>) {
+    fn work_off(&mut self, watched: Vec<WatchEvent>) {
         let (cluster, report) = (&mut self.cluster, &mut self.report);
         let now = cluster.now;
         let mut unseen = watched;
         let mut done: Option<(WorkKey, bool)> = None;
         loop {
             let work = {
-                let view = ClusterView::new(&cluster.store.objects);
-                for w in &unseen {
-                    cluster.controllers.observe(w.as_watch(), &view);
+                let view = ClusterView::new(cluster.store.indexed());
+                for w in unseen.iter().filter_map(Watch::of) {
+                    cluster.controllers.observe(w, &view);
                 }
                 if let Some((key, ok)) = done.take() {
                     cluster.controllers.finish(&key, ok, now);

@@ -2,28 +2,23 @@
 //! makes goes through the store, and every watch event the store produces goes back to the
 //! controllers, as in a cluster.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
-use volcano_api::Objects;
-use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::api::core::v1::PodStatus;
-use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
-use volcano_api::scheduling::{PodGroup, PodGroupStatus};
+use volcano_api::{Objects, WatchEvent};
 use volcano_controllers::change::Change;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work, WorkKey};
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, Watch, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
-use volcano_scheduler::cache::{
-    BuildError, CacheOptions, apply_decisions, build_snapshot, implicit_queue,
-};
+use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
 use volcano_scheduler::conf::SchedulerConf;
+use volcano_scheduler::cycle::{Prepared, SchedulingCycle, SnapshotSource, Unobserved};
 use volcano_scheduler::framework::{Decisions, SessionOptions};
 use volcano_scheduler::model::Snapshot;
 
+use crate::decisions::apply_decisions;
 use crate::faults::inject::WriteFate;
 use crate::faults::{FaultPlan, Faults, Invariants};
-use crate::store::{ApplyError, Store, Watched};
+use crate::store::{ApplyError, Store};
 
 /// Turns the controllers may take to settle before the cluster is declared stuck: far more
 /// than any real workload needs, and a bound on a controller that keeps changing its mind.
@@ -41,6 +36,9 @@ pub enum ClusterError {
     /// A kubelet-side change named a missing object.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The incremental snapshot disagreed with one built from all objects.
+    #[error("the kept snapshot differs from a rebuilt one: {0}")]
+    SnapshotsDiffer(String),
 }
 
 /// What one settling of the controllers did.
@@ -60,7 +58,10 @@ pub struct Cluster {
     pub controllers: ControllerManager,
     /// The present.
     pub now: Instant,
-    cache: CacheOptions,
+    /// The scheduler's incremental cache, following the store's journal.
+    cycle: SchedulingCycle,
+    /// Check every kept snapshot against one built from all objects (tests).
+    check_snapshots: bool,
     pub(crate) chaos: Option<Box<Chaos>>,
 }
 
@@ -91,12 +92,13 @@ impl Cluster {
         }
         let store = Store::new(objects);
         let mut controllers = ControllerManager::new(opts);
-        controllers.relist(&ClusterView::new(&store.objects));
+        controllers.relist(&ClusterView::new(store.indexed()));
         Cluster {
             store,
             controllers,
             now,
-            cache,
+            cycle: SchedulingCycle::new(cache),
+            check_snapshots: false,
             chaos: None,
         }
     }
@@ -121,24 +123,32 @@ impl Cluster {
         self.chaos.as_deref_mut()
     }
 
+    /// Checks every snapshot the incremental cache keeps against one built from all objects,
+    /// failing the session where they disagree (for tests: it doubles a session's cost).
+    pub fn check_snapshots(&mut self) {
+        self.check_snapshots = true;
+    }
+
     /// Hands watch events to the controllers (with faults: some twice, in another order).
-    pub fn feed(&mut self, watched: &[Watched]) {
+    pub fn feed(&mut self, watched: &[WatchEvent]) {
         if watched.is_empty() {
             return;
         }
-        let view = ClusterView::new(&self.store.objects);
-        match self.chaos.as_deref_mut() {
+        let view = ClusterView::new(self.store.indexed());
+        let delivered = match self.chaos.as_deref_mut() {
             Some(chaos) => {
                 chaos.faults.set_now(self.now);
-                for w in chaos.faults.deliver(watched.to_vec()) {
-                    self.controllers.observe(w.as_watch(), &view);
-                }
+                chaos.faults.deliver(watched.to_vec())
             }
             None => {
-                for w in watched {
-                    self.controllers.observe(w.as_watch(), &view);
+                for w in watched.iter().filter_map(Watch::of) {
+                    self.controllers.observe(w, &view);
                 }
+                return;
             }
+        };
+        for w in delivered.iter().filter_map(Watch::of) {
+            self.controllers.observe(w, &view);
         }
     }
 
@@ -157,17 +167,17 @@ impl Cluster {
         let mut crashed_once = false;
         // The changes of the last turn, still to be watched and reported: done with the next
         // turn's view, since both see the same objects (one index build per turn, not two).
-        let mut last: Option<(WorkKey, bool, Vec<Watched>)> = None;
+        let mut last: Option<(WorkKey, bool, Vec<WatchEvent>)> = None;
         loop {
             let work = {
-                let view = ClusterView::new(&self.store.objects);
+                let view = ClusterView::new(self.store.indexed());
                 if let Some((key, ok, mut watched)) = last.take() {
                     if let Some(chaos) = self.chaos.as_deref_mut() {
                         chaos.faults.set_now(self.now);
                         watched = chaos.faults.deliver(watched);
                     }
-                    for w in &watched {
-                        self.controllers.observe(w.as_watch(), &view);
+                    for w in watched.iter().filter_map(Watch::of) {
+                        self.controllers.observe(w, &view);
                     }
                     self.controllers.finish(&key, ok, self.now);
                 }
@@ -218,7 +228,7 @@ impl Cluster {
                 // The process is gone with its work queues and the watch events it had not
                 // seen yet; a new one lists the cluster as it is now.
                 self.controllers
-                    .restart(&ClusterView::new(&self.store.objects));
+                    .restart(&ClusterView::new(self.store.indexed()));
             } else {
                 last = Some((key, ok, watched));
             }
@@ -248,9 +258,28 @@ impl Cluster {
         Ok(self.run_session_on(snap, conf, uid))
     }
 
-    /// The snapshot a session opened now would work on.
-    pub fn snapshot(&self) -> Result<Snapshot, ClusterError> {
-        Ok(build_snapshot(&self.store.objects, &self.cache)?)
+    /// The snapshot a session opened now would work on: the scheduler's incremental cache,
+    /// told of every change since the last one, as a scheduler on a cluster takes it.
+    pub fn snapshot(&mut self) -> Result<Snapshot, ClusterError> {
+        for e in self.store.take_journal() {
+            self.cycle.follow(&e);
+        }
+        let Prepared {
+            snapshot,
+            source,
+            mut left_out,
+        } = self.cycle.prepare(self.store.objects())?;
+        // Scenarios are checked when loaded: an object the scheduler cannot read is a bug
+        // to report, not one to schedule around.
+        if !left_out.is_empty() {
+            self.cycle.invalidate();
+            return Err(left_out.swap_remove(0).into());
+        }
+        if self.check_snapshots && source == SnapshotSource::Kept {
+            let rebuilt = build_snapshot(self.store.objects(), self.cycle.options())?;
+            check_same(&snapshot, &rebuilt)?;
+        }
+        Ok(snapshot)
     }
 
     /// [`Cluster::run_session`] on a snapshot the caller took with [`Cluster::snapshot`] (and
@@ -258,17 +287,19 @@ impl Cluster {
     /// faults, the decisions are checked against the invariants, then only the part of them
     /// that reached the API server is applied and returned.
     pub fn run_session_on(&mut self, snap: Snapshot, conf: &SchedulerConf, uid: &str) -> Decisions {
-        let mut d = volcano_scheduler::run_session(
-            snap,
-            conf,
-            SessionOptions {
-                uid: uid.to_string(),
-                now: Some(self.now.to_time()),
-                ..Default::default()
-            },
-        );
+        let prepared = Prepared {
+            snapshot: snap,
+            source: SnapshotSource::Kept,
+            left_out: Vec::new(),
+        };
+        let opts = SessionOptions {
+            uid: uid.to_string(),
+            now: Some(self.now.to_time()),
+            ..Default::default()
+        };
+        let mut d = prepared.run(conf, opts, &mut Unobserved);
         if let Some(chaos) = self.chaos.as_deref_mut() {
-            chaos.invariants.session(&self.store.objects, &d);
+            chaos.invariants.session(self.store.objects(), &d);
             chaos.faults.set_now(self.now);
             let written = chaos.faults.cut(&d);
             chaos.last_session_cut = written.binds.len() != d.binds.len()
@@ -277,90 +308,9 @@ impl Cluster {
                 || written.queues.len() != d.queues.len();
             d = written;
         }
-        let watched = self.apply_decisions(&d);
+        let watched = apply_decisions(&mut self.store, &d);
         self.feed(&watched);
         d
-    }
-
-    /// Applies the decisions with the scheduler's own `apply_decisions`, and turns what
-    /// changed into watch events: the pods bound or evicted, the PodGroups whose status moved.
-    /// A waiting pod's `PodScheduled` condition is a pod update like any other, as on a
-    /// cluster.
-    /// Objects are matched on borrowed `namespace/name` halves and only those a decision
-    /// touches are copied: a session costs nothing per untouched object, which matters when
-    /// the simulator runs thousands of them.
-    fn apply_decisions(&mut self, d: &Decisions) -> Vec<Watched> {
-        let objs = &mut self.store.objects;
-        let touched: HashSet<(&str, &str)> = d
-            .binds
-            .iter()
-            .map(|(p, _)| p.as_str())
-            .chain(d.evictions.iter().map(String::as_str))
-            .chain(d.nominated.iter().map(|(p, _)| p.as_str()))
-            .chain(d.pod_conditions.iter().map(|c| c.key.as_str()))
-            .map(split_key)
-            .collect();
-        let old_pods: BTreeMap<String, Pod> = if touched.is_empty() {
-            BTreeMap::new()
-        } else {
-            objs.pods
-                .iter()
-                .filter(|p| touched.contains(&ns_name(&p.metadata)))
-                .map(|p| (key(&p.metadata), p.clone()))
-                .collect()
-        };
-        let statuses: HashMap<(&str, &str), &PodGroupStatus> = d
-            .pod_groups
-            .iter()
-            .map(|u| (split_key(&u.key), &u.status))
-            .collect();
-        let old_groups: BTreeMap<usize, PodGroup> = objs
-            .pod_groups
-            .iter()
-            .enumerate()
-            .filter(|(_, pg)| {
-                statuses
-                    .get(&ns_name(&pg.metadata))
-                    .is_some_and(|s| pg.status.as_ref() != Some(*s))
-            })
-            .map(|(i, pg)| (i, pg.clone()))
-            .collect();
-        apply_decisions(objs, d);
-
-        let mut watched = Vec::new();
-        let mut still_there = BTreeSet::new();
-        if !old_pods.is_empty() {
-            for p in &objs.pods {
-                if !touched.contains(&ns_name(&p.metadata)) {
-                    continue;
-                }
-                let k = key(&p.metadata);
-                if let Some(old) = old_pods.get(&k) {
-                    still_there.insert(k);
-                    watched.push(Watched::Pod(
-                        Some(Box::new(old.clone())),
-                        Some(Box::new(p.clone())),
-                    ));
-                }
-            }
-        }
-        for (k, old) in old_pods {
-            if !still_there.contains(&k) {
-                watched.push(Watched::Pod(Some(Box::new(old)), None));
-            }
-        }
-        for (i, old) in old_groups {
-            if let Some(pg) = objs.pod_groups.get(i)
-                && old.status != pg.status
-            {
-                watched.push(Watched::PodGroup(
-                    Some(Box::new(old)),
-                    Some(Box::new(pg.clone())),
-                ));
-            }
-        }
-        self.store.events.extend(d.events.iter().cloned());
-        watched
     }
 
     /// Sets a pod's phase as its kubelet would report it (for tests and the simulator).
@@ -394,22 +344,26 @@ impl Cluster {
     }
 }
 
+/// Fails when a kept snapshot and one rebuilt from the same objects differ in what a session
+/// reads.
+fn check_same(kept: &Snapshot, rebuilt: &Snapshot) -> Result<(), ClusterError> {
+    let (a, b) = (kept.scheduling_state(), rebuilt.scheduling_state());
+    if a == b {
+        return Ok(());
+    }
+    let first = a
+        .lines()
+        .zip(b.lines())
+        .find(|(x, y)| x != y)
+        .map(|(x, y)| format!("kept: {x}\nrebuilt: {y}"))
+        .unwrap_or_else(|| "the two differ in length".to_string());
+    Err(ClusterError::SnapshotsDiffer(first))
+}
+
 /// `namespace/name` as the scheduler writes a key (a pod without a namespace is in
 /// `default`, as its cache reads it).
-pub(crate) fn key(m: &ObjectMeta) -> String {
-    let (ns, name) = ns_name(m);
-    format!("{ns}/{name}")
-}
-
-/// The halves of [`key`], borrowed.
-fn ns_name(m: &ObjectMeta) -> (&str, &str) {
-    (
-        m.namespace.as_deref().unwrap_or("default"),
-        m.name.as_deref().unwrap_or_default(),
-    )
-}
-
-/// A decision's `namespace/name` key, split.
-fn split_key(k: &str) -> (&str, &str) {
-    k.split_once('/').unwrap_or(("default", k))
+pub(crate) fn key(
+    m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> String {
+    volcano_api::NamespacedName::of(m).to_string()
 }

@@ -16,6 +16,7 @@ pub mod alloc_vs_load;
 pub mod bench;
 pub mod churn;
 pub mod cluster;
+pub mod decisions;
 pub mod faults;
 pub mod generate;
 pub mod metrics;

@@ -88,7 +88,7 @@ pub fn run(
         }
     }
     cluster.settle()?;
-    let objs = &cluster.store.objects;
+    let objs = cluster.store.objects();
     let key = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         format!(
             "{}/{}",

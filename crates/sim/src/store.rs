@@ -2,55 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use volcano_api::Objects;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
 use volcano_api::k8s_openapi::api::core::v1::{Pod, PodStatus};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue, QueueStatus};
+use volcano_api::store::Stored;
+use volcano_api::{NamespacedName, ObjectStore, Objects, WatchEvent};
 use volcano_controllers::change::{Change, Owned};
-use volcano_controllers::manager::Watch;
 use volcano_controllers::time::Instant;
-
-/// A watch event with the objects owned, to feed to the controllers after the store changed.
-#[derive(Debug, Clone)]
-pub enum Watched {
-    /// A Job changed.
-    Job(Option<Box<Job>>, Option<Box<Job>>),
-    /// A pod changed.
-    Pod(Option<Box<Pod>>, Option<Box<Pod>>),
-    /// A PodGroup changed.
-    PodGroup(Option<Box<PodGroup>>, Option<Box<PodGroup>>),
-    /// A queue changed.
-    Queue(Option<Box<Queue>>, Option<Box<Queue>>),
-    /// A Command was created.
-    Command(Box<Command>),
-}
-
-impl Watched {
-    /// As the controllers take it.
-    pub fn as_watch(&self) -> Watch<'_> {
-        match self {
-            Watched::Job(o, n) => Watch::Job {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            Watched::Pod(o, n) => Watch::Pod {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            Watched::PodGroup(o, n) => Watch::PodGroup {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            Watched::Queue(o, n) => Watch::Queue {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            Watched::Command(c) => Watch::Command(c),
-        }
-    }
-}
 
 /// A change the store refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,11 +35,11 @@ fn not_found(kind: &'static str, namespace: &str, name: &str) -> ApplyError {
     }
 }
 
-/// The objects of the cluster.
+/// The objects of the cluster: what the API server holds, indexed, journaling every change
+/// for the scheduler's incremental snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct Store {
-    /// The objects the scheduler and controllers read.
-    pub objects: Objects,
+    objects: ObjectStore,
     /// Objects created on jobs' behalf (Services, ConfigMaps, Secrets...), by kind/ns/name.
     pub owned: BTreeMap<(String, String, String), Owned>,
     /// Events recorded, in order.
@@ -87,9 +47,8 @@ pub struct Store {
     created: u64,
 }
 
-fn is(meta: &ObjectMeta, namespace: &str, name: &str) -> bool {
-    meta.namespace.as_deref().unwrap_or_default() == namespace
-        && meta.name.as_deref().unwrap_or_default() == name
+fn not_found_of<K: Stored>(key: &NamespacedName) -> ApplyError {
+    not_found(K::KIND.as_str(), &key.namespace, &key.name)
 }
 
 /// A UUID-shaped uid derived from what is being created, so runs are reproducible.
@@ -128,9 +87,53 @@ impl Store {
             }
         }
         Store {
-            objects,
+            objects: ObjectStore::new(objects).journaling(),
             ..Default::default()
         }
+    }
+
+    /// The objects the scheduler and the controllers read.
+    pub fn objects(&self) -> &Objects {
+        self.objects.objects()
+    }
+
+    /// The indexed store, for a controller view.
+    pub fn indexed(&self) -> &ObjectStore {
+        &self.objects
+    }
+
+    /// The watch events since the last call, for the scheduler's incremental snapshot.
+    pub fn take_journal(&mut self) -> Vec<WatchEvent> {
+        self.objects.take_journal()
+    }
+
+    /// Takes the objects out.
+    pub fn into_objects(self) -> Objects {
+        self.objects.into_objects()
+    }
+
+    /// Changes an object in place, as a status or spec write would; the watch event.
+    pub fn modify<K: Stored>(
+        &mut self,
+        key: &NamespacedName,
+        change: impl FnOnce(&mut K),
+    ) -> Result<WatchEvent, ApplyError> {
+        self.objects
+            .modify(key, change)
+            .ok_or_else(|| not_found_of::<K>(key))
+    }
+
+    /// Deletes an object; the watch event.
+    pub fn delete<K: Stored>(&mut self, key: &NamespacedName) -> Result<WatchEvent, ApplyError> {
+        self.objects
+            .delete::<K>(key)
+            .ok_or_else(|| not_found_of::<K>(key))
+    }
+
+    /// Replaces an object (a node's state, as its kubelet or a disruption sets it); the watch
+    /// event.
+    pub fn upsert<K: Stored>(&mut self, obj: K) -> WatchEvent {
+        self.objects.upsert(obj)
     }
 
     fn new_meta(&mut self, kind: &str, meta: &mut ObjectMeta, now: Instant) {
@@ -147,29 +150,25 @@ impl Store {
 
     /// A Job by namespace and name.
     pub fn job(&self, namespace: &str, name: &str) -> Option<&Job> {
-        self.objects
-            .jobs
-            .iter()
-            .find(|j| is(&j.metadata, namespace, name))
+        self.objects.get(&NamespacedName::new(namespace, name))
     }
 
     /// A pod by namespace and name.
     pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
-        self.objects
-            .pods
-            .iter()
-            .find(|p| is(&p.metadata, namespace, name))
+        self.objects.get(&NamespacedName::new(namespace, name))
     }
 
     /// Applies one change as the API server would, returning the watch events it causes.
     /// Creating something that exists is not an error and changes nothing, as controllers
     /// treat AlreadyExists.
-    pub fn apply(&mut self, change: &Change, now: Instant) -> Result<Vec<Watched>, ApplyError> {
-        let objs = &mut self.objects;
+    pub fn apply(&mut self, change: &Change, now: Instant) -> Result<Vec<WatchEvent>, ApplyError> {
+        let key = NamespacedName::new;
         Ok(match change {
             Change::CreatePod(pod) => {
-                let (ns, name) = ns_name(&pod.metadata);
-                if objs.pods.iter().any(|p| is(&p.metadata, &ns, &name)) {
+                if self
+                    .objects
+                    .contains::<Pod>(&NamespacedName::of(&pod.metadata))
+                {
                     return Ok(Vec::new());
                 }
                 let mut pod = (**pod).clone();
@@ -178,134 +177,80 @@ impl Store {
                 if status.phase.is_none() {
                     status.phase = Some("Pending".to_string());
                 }
-                self.objects.pods.push(pod.clone());
-                vec![Watched::Pod(None, Some(Box::new(pod)))]
+                vec![self.objects.upsert(pod)]
             }
             Change::PatchPodAnnotations {
                 namespace,
                 name,
                 annotations,
-            } => {
-                let pod = objs
-                    .pods
-                    .iter_mut()
-                    .find(|p| is(&p.metadata, namespace, name))
-                    .ok_or_else(|| not_found("Pod", namespace, name))?;
-                let old = pod.clone();
-                merge_annotations(&mut pod.metadata, annotations);
-                vec![Watched::Pod(
-                    Some(Box::new(old)),
-                    Some(Box::new(pod.clone())),
-                )]
-            }
+            } => vec![self.modify::<Pod>(&key(namespace, name), |pod| {
+                merge_annotations(&mut pod.metadata, annotations)
+            })?],
             Change::DeletePod { namespace, name } => {
-                let i = objs
-                    .pods
-                    .iter()
-                    .position(|p| is(&p.metadata, namespace, name))
-                    .ok_or_else(|| not_found("Pod", namespace, name))?;
-                let old = objs.pods.remove(i);
-                vec![Watched::Pod(Some(Box::new(old)), None)]
+                vec![self.delete::<Pod>(&key(namespace, name))?]
             }
             Change::CreatePodGroup(pg) => {
-                let (ns, name) = ns_name(&pg.metadata);
-                if objs.pod_groups.iter().any(|p| is(&p.metadata, &ns, &name)) {
+                if self
+                    .objects
+                    .contains::<PodGroup>(&NamespacedName::of(&pg.metadata))
+                {
                     return Ok(Vec::new());
                 }
                 let mut pg = (**pg).clone();
                 self.new_meta("PodGroup", &mut pg.metadata, now);
-                self.objects.pod_groups.push(pg.clone());
-                vec![Watched::PodGroup(None, Some(Box::new(pg)))]
+                vec![self.objects.upsert(pg)]
             }
             Change::UpdatePodGroupSpec {
                 namespace,
                 name,
                 spec,
-            } => {
-                let pg = objs
-                    .pod_groups
-                    .iter_mut()
-                    .find(|p| is(&p.metadata, namespace, name))
-                    .ok_or_else(|| not_found("PodGroup", namespace, name))?;
-                let old = pg.clone();
-                pg.spec = (**spec).clone();
-                vec![Watched::PodGroup(
-                    Some(Box::new(old)),
-                    Some(Box::new(pg.clone())),
-                )]
-            }
+            } => vec![
+                self.modify::<PodGroup>(&key(namespace, name), |pg| pg.spec = (**spec).clone())?,
+            ],
             Change::DeletePodGroup { namespace, name } => {
-                let i = objs
-                    .pod_groups
-                    .iter()
-                    .position(|p| is(&p.metadata, namespace, name))
-                    .ok_or_else(|| not_found("PodGroup", namespace, name))?;
-                let old = objs.pod_groups.remove(i);
-                vec![Watched::PodGroup(Some(Box::new(old)), None)]
+                vec![self.delete::<PodGroup>(&key(namespace, name))?]
             }
             Change::UpdateJobStatus {
                 namespace,
                 name,
                 status,
-            } => {
-                let job = objs
-                    .jobs
-                    .iter_mut()
-                    .find(|j| is(&j.metadata, namespace, name))
-                    .ok_or_else(|| not_found("Job", namespace, name))?;
-                let old = job.clone();
-                job.status = Some((**status).clone());
-                vec![Watched::Job(
-                    Some(Box::new(old)),
-                    Some(Box::new(job.clone())),
-                )]
-            }
+            } => vec![self.modify::<Job>(&key(namespace, name), |job| {
+                job.status = Some((**status).clone())
+            })?],
             Change::DeleteJob { namespace, name } => {
-                let i = objs
-                    .jobs
-                    .iter()
-                    .position(|j| is(&j.metadata, namespace, name))
-                    .ok_or_else(|| not_found("Job", namespace, name))?;
-                let old = objs.jobs.remove(i);
-                let mut watched =
-                    self.collect_garbage(old.metadata.uid.as_deref().unwrap_or_default());
-                watched.push(Watched::Job(Some(Box::new(old)), None));
+                let old = self.delete::<Job>(&key(namespace, name))?;
+                let uid = match &old {
+                    WatchEvent::Job(Some(job), _) => job.metadata.uid.clone().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let mut watched = self.collect_garbage(&uid);
+                watched.push(old);
                 watched
             }
             Change::PatchQueueState { name, state } => {
-                let q = find_queue(objs, name)?;
-                let old = q.clone();
-                q.status.get_or_insert_with(QueueStatus::default).state = state.clone();
-                vec![Watched::Queue(
-                    Some(Box::new(old)),
-                    Some(Box::new(q.clone())),
-                )]
+                vec![
+                    self.modify::<Queue>(&NamespacedName::cluster(name.as_str()), |q| {
+                        q.status.get_or_insert_with(QueueStatus::default).state = state.clone()
+                    })?,
+                ]
             }
             Change::PatchQueueParent { name, parent } => {
-                let q = find_queue(objs, name)?;
-                let old = q.clone();
-                q.spec.parent = parent.clone();
-                vec![Watched::Queue(
-                    Some(Box::new(old)),
-                    Some(Box::new(q.clone())),
-                )]
+                vec![
+                    self.modify::<Queue>(&NamespacedName::cluster(name.as_str()), |q| {
+                        q.spec.parent = parent.clone()
+                    })?,
+                ]
             }
             Change::PatchQueueAnnotations { name, annotations } => {
-                let q = find_queue(objs, name)?;
-                let old = q.clone();
-                merge_annotations(&mut q.metadata, annotations);
-                vec![Watched::Queue(
-                    Some(Box::new(old)),
-                    Some(Box::new(q.clone())),
-                )]
+                vec![
+                    self.modify::<Queue>(&NamespacedName::cluster(name.as_str()), |q| {
+                        merge_annotations(&mut q.metadata, annotations)
+                    })?,
+                ]
             }
             Change::DeleteCommand { namespace, name } => {
-                let i = objs
-                    .commands
-                    .iter()
-                    .position(|c| is(&c.metadata, namespace, name))
-                    .ok_or_else(|| not_found("Command", namespace, name))?;
-                objs.commands.remove(i);
+                // Nobody follows a Command's deletion: consumed is consumed.
+                self.delete::<Command>(&key(namespace, name))?;
                 Vec::new()
             }
             Change::Create(owned) => {
@@ -339,7 +284,7 @@ impl Store {
 
     /// Deletes what the object with `owner_uid` owns, as Kubernetes' garbage collector does
     /// after a foreground deletion.
-    fn collect_garbage(&mut self, owner_uid: &str) -> Vec<Watched> {
+    fn collect_garbage(&mut self, owner_uid: &str) -> Vec<WatchEvent> {
         if owner_uid.is_empty() {
             return Vec::new();
         }
@@ -349,45 +294,29 @@ impl Store {
                 .flatten()
                 .any(|o| o.uid == owner_uid)
         };
-        let mut watched = Vec::new();
-        let (gone, kept): (Vec<Pod>, Vec<Pod>) = std::mem::take(&mut self.objects.pods)
-            .into_iter()
-            .partition(|p| owned_by(&p.metadata));
-        self.objects.pods = kept;
+        let mut watched = self.objects.delete_where::<Pod>(|p| owned_by(&p.metadata));
         watched.extend(
-            gone.into_iter()
-                .map(|p| Watched::Pod(Some(Box::new(p)), None)),
-        );
-        let (gone, kept): (Vec<PodGroup>, Vec<PodGroup>) =
-            std::mem::take(&mut self.objects.pod_groups)
-                .into_iter()
-                .partition(|p| owned_by(&p.metadata));
-        self.objects.pod_groups = kept;
-        watched.extend(
-            gone.into_iter()
-                .map(|p| Watched::PodGroup(Some(Box::new(p)), None)),
+            self.objects
+                .delete_where::<PodGroup>(|p| owned_by(&p.metadata)),
         );
         self.owned.retain(|_, o| !o.is_owned_by(owner_uid));
         watched
     }
 
     /// Adds a Job, as `kubectl apply` would create it (admission is the caller's business).
-    pub fn create_job(&mut self, mut job: Job, now: Instant) -> Watched {
+    pub fn create_job(&mut self, mut job: Job, now: Instant) -> WatchEvent {
         self.new_meta("Job", &mut job.metadata, now);
-        self.objects.jobs.push(job.clone());
-        Watched::Job(None, Some(Box::new(job)))
+        self.objects.upsert(job)
     }
 
     /// Adds a queue, as `kubectl apply` would create it; an existing queue of that name is
     /// left alone.
-    pub fn create_queue(&mut self, mut queue: Queue, now: Instant) -> Option<Watched> {
-        let name = queue.metadata.name.clone().unwrap_or_default();
-        if find_queue(&mut self.objects, &name).is_ok() {
+    pub fn create_queue(&mut self, mut queue: Queue, now: Instant) -> Option<WatchEvent> {
+        if self.objects.contains::<Queue>(&queue.key()) {
             return None;
         }
         self.new_meta("Queue", &mut queue.metadata, now);
-        self.objects.queues.push(queue.clone());
-        Some(Watched::Queue(None, Some(Box::new(queue))))
+        Some(self.objects.upsert(queue))
     }
 
     /// Replaces a queue's spec, as `kubectl apply` would.
@@ -395,26 +324,14 @@ impl Store {
         &mut self,
         name: &str,
         spec: volcano_api::scheduling::QueueSpec,
-    ) -> Result<Watched, ApplyError> {
-        let queue = self
-            .objects
-            .queues
-            .iter_mut()
-            .find(|q| q.metadata.name.as_deref() == Some(name))
-            .ok_or_else(|| not_found("Queue", "", name))?;
-        let old = queue.clone();
-        queue.spec = spec;
-        Ok(Watched::Queue(
-            Some(Box::new(old)),
-            Some(Box::new(queue.clone())),
-        ))
+    ) -> Result<WatchEvent, ApplyError> {
+        self.modify::<Queue>(&NamespacedName::cluster(name), |q| q.spec = spec)
     }
 
     /// Adds a Command, as `vcctl` would create it.
-    pub fn create_command(&mut self, mut cmd: Command, now: Instant) -> Watched {
+    pub fn create_command(&mut self, mut cmd: Command, now: Instant) -> WatchEvent {
         self.new_meta("Command", &mut cmd.metadata, now);
-        self.objects.commands.push(cmd.clone());
-        Watched::Command(Box::new(cmd))
+        self.objects.upsert(cmd)
     }
 
     /// Replaces a pod's status, as its kubelet would report it.
@@ -423,34 +340,11 @@ impl Store {
         namespace: &str,
         name: &str,
         status: PodStatus,
-    ) -> Result<Watched, ApplyError> {
-        let pod = self
-            .objects
-            .pods
-            .iter_mut()
-            .find(|p| is(&p.metadata, namespace, name))
-            .ok_or_else(|| not_found("Pod", namespace, name))?;
-        let old = pod.clone();
-        pod.status = Some(status);
-        Ok(Watched::Pod(
-            Some(Box::new(old)),
-            Some(Box::new(pod.clone())),
-        ))
+    ) -> Result<WatchEvent, ApplyError> {
+        self.modify::<Pod>(&NamespacedName::new(namespace, name), |pod| {
+            pod.status = Some(status)
+        })
     }
-}
-
-fn ns_name(meta: &ObjectMeta) -> (String, String) {
-    (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
-    )
-}
-
-fn find_queue<'o>(objs: &'o mut Objects, name: &str) -> Result<&'o mut Queue, ApplyError> {
-    objs.queues
-        .iter_mut()
-        .find(|q| q.metadata.name.as_deref() == Some(name))
-        .ok_or_else(|| not_found("Queue", "", name))
 }
 
 fn merge_annotations(meta: &mut ObjectMeta, patch: &BTreeMap<String, Option<String>>) {

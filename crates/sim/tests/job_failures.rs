@@ -181,12 +181,12 @@ fn an_invalid_job_fails_with_the_webhook_reason_and_creates_nothing() {
         "{}",
         status.state.message
     );
-    assert!(c.store.objects.pod_groups.is_empty());
-    assert!(c.store.objects.pods.is_empty());
+    assert!(c.store.objects().pod_groups.is_empty());
+    assert!(c.store.objects().pods.is_empty());
     assert_eq!(events(&c, "greedy", "InvalidJob").len(), 1);
 
     c.controllers = ControllerManager::new(options(15));
-    c.controllers.relist(&ClusterView::new(&c.store.objects));
+    c.controllers.relist(&ClusterView::new(c.store.indexed()));
     c.now = c.now.after(Duration::from_secs(5));
     c.settle().unwrap();
     assert_eq!(
@@ -194,5 +194,5 @@ fn an_invalid_job_fails_with_the_webhook_reason_and_creates_nothing() {
         1,
         "a restarted controller says nothing again"
     );
-    assert!(c.store.objects.pod_groups.is_empty());
+    assert!(c.store.objects().pod_groups.is_empty());
 }

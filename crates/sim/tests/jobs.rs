@@ -101,7 +101,7 @@ impl Sim {
         let mut names: Vec<String> = self
             .c
             .store
-            .objects
+            .objects()
             .pods
             .iter()
             .filter(|p| {
@@ -188,7 +188,7 @@ fn an_mpi_job_goes_pending_running_completed() {
         sim.pods("mpi").is_empty(),
         "pods only once the PodGroup is Inqueue"
     );
-    let pg = &sim.c.store.objects.pod_groups[0];
+    let pg = &sim.c.store.objects().pod_groups[0];
     assert_eq!(pg.spec.min_member, 5);
     assert_eq!(pg.spec.min_task_member.get("worker"), Some(&4));
     let min = pg.spec.min_resources.clone().unwrap_or_default();
@@ -296,7 +296,7 @@ status: {state: Closed}
     sim.settle();
     assert_eq!(sim.job("late").0, job_phase::PENDING);
     assert!(sim.pods("late").is_empty());
-    let pg = &sim.c.store.objects.pod_groups[0];
+    let pg = &sim.c.store.objects().pod_groups[0];
     assert_eq!(
         pg.status.as_ref().map(|s| s.phase.as_str()),
         Some("Pending")
@@ -339,7 +339,7 @@ spec: {weight: 1}
     sim.c.feed(&[w]);
     sim.settle();
     assert!(
-        sim.c.store.objects.commands.is_empty(),
+        sim.c.store.objects().commands.is_empty(),
         "commands are consumed"
     );
     assert_eq!(sim.job("j").0, job_phase::ABORTED);
@@ -354,7 +354,7 @@ spec: {weight: 1}
     let state = |sim: &Sim| {
         sim.c
             .store
-            .objects
+            .objects()
             .queues
             .iter()
             .find(|q| q.metadata.name.as_deref() == Some("team"))
@@ -409,7 +409,7 @@ fn a_finished_job_is_deleted_after_its_ttl_with_what_it_owns() {
         "deleted after its TTL"
     );
     assert!(sim.pods("short").is_empty());
-    assert!(sim.c.store.objects.pod_groups.is_empty());
+    assert!(sim.c.store.objects().pod_groups.is_empty());
     assert!(
         sim.c.store.owned.is_empty(),
         "its Service and ConfigMap too"

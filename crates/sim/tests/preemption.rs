@@ -172,7 +172,7 @@ impl Sim {
         let bound: Vec<String> = self
             .c
             .store
-            .objects
+            .objects()
             .pods
             .iter()
             .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
@@ -208,7 +208,7 @@ impl Sim {
     fn running_where(&self, job: impl Fn(&str) -> bool) -> usize {
         self.c
             .store
-            .objects
+            .objects()
             .pods
             .iter()
             .filter(|p| {
@@ -294,7 +294,7 @@ fn weight_change_moves_pods_once_and_settles() {
     let mut spec = sim
         .c
         .store
-        .objects
+        .objects()
         .queues
         .iter()
         .find(|q| q.metadata.name.as_deref() == Some("qa"))

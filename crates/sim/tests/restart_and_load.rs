@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use volcano_api::WatchEvent;
 use volcano_controllers::admission;
 use volcano_controllers::job::plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions};
@@ -16,7 +17,6 @@ use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::Cluster;
 use volcano_sim::churn::{self, Churn};
-use volcano_sim::store::Watched;
 
 fn options() -> ManagerOptions {
     ManagerOptions {
@@ -111,15 +111,23 @@ fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
         "one warning when the gang became unschedulable"
     );
 
-    if let Some(spec) = c.store.objects.nodes[0].spec.as_mut() {
-        spec.taints = None;
-    }
+    let node = volcano_api::NamespacedName::of_kind(
+        volcano_api::ObjectKind::Node,
+        &c.store.objects().nodes[0].metadata,
+    );
+    c.store
+        .modify::<volcano_api::k8s_openapi::api::core::v1::Node>(&node, |n| {
+            if let Some(spec) = n.spec.as_mut() {
+                spec.taints = None;
+            }
+        })
+        .unwrap();
     for i in 3..8 {
         round(&mut c, &conf, i);
     }
     let pods: Vec<String> = c
         .store
-        .objects
+        .objects()
         .pods
         .iter()
         .map(|p| p.metadata.name.clone().unwrap())
@@ -137,7 +145,7 @@ fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
         .clone()
         .unwrap();
     assert_eq!(status.state.phase, "Running");
-    let pg = &c.store.objects.pod_groups[0];
+    let pg = &c.store.objects().pod_groups[0];
     let conds = &pg.status.as_ref().unwrap().conditions;
     assert!(
         conds.iter().any(|c| c.type_ == "Unschedulable"),
@@ -148,12 +156,12 @@ fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
     // Crash: a new controller manager lists everything, as after a restart or a failover.
     let events_before = c.store.events.len();
     let objects_before = (
-        c.store.objects.pods.len(),
-        c.store.objects.pod_groups.len(),
+        c.store.objects().pods.len(),
+        c.store.objects().pod_groups.len(),
         c.store.owned.len(),
     );
     c.controllers = ControllerManager::new(options());
-    c.controllers.relist(&ClusterView::new(&c.store.objects));
+    c.controllers.relist(&ClusterView::new(c.store.indexed()));
     let settled = c.settle().unwrap();
     assert_eq!(
         c.store.events[events_before..],
@@ -164,8 +172,8 @@ fn a_rebuilt_controller_emits_nothing_for_running_jobs_and_creates_nothing() {
     assert_eq!(
         objects_before,
         (
-            c.store.objects.pods.len(),
-            c.store.objects.pod_groups.len(),
+            c.store.objects().pods.len(),
+            c.store.objects().pod_groups.len(),
             c.store.owned.len()
         )
     );
@@ -179,7 +187,7 @@ fn work_queues_stay_bounded_by_the_objects_under_conflicting_churn() {
     }
     let mut c = Cluster::new(load(&text), options(), Instant(Duration::from_secs(1)));
     c.settle().unwrap();
-    let objects = c.store.objects;
+    let objects = c.store.into_objects();
     let report = churn::run(
         objects,
         options(),
@@ -204,14 +212,14 @@ fn work_queues_stay_bounded_by_the_objects_under_conflicting_churn() {
 fn a_pod_group_watch_event_delivered_twice_or_late_warns_once() {
     let (mut c, _) = gang_waiting_on_a_tainted_node();
     assert_eq!(warned(&c), 1);
-    let unschedulable = c.store.objects.pod_groups[0].clone();
+    let unschedulable = c.store.objects().pod_groups[0].clone();
     let mut before = unschedulable.clone();
     if let Some(s) = before.status.as_mut() {
         s.conditions.clear();
     }
 
     // The same transition again, as a relist or a reconnected watch delivers it.
-    let again = Watched::PodGroup(
+    let again = WatchEvent::PodGroup(
         Some(Box::new(before.clone())),
         Some(Box::new(unschedulable.clone())),
     );
@@ -232,10 +240,13 @@ fn a_pod_group_watch_event_delivered_twice_or_late_warns_once() {
                 ..Default::default()
             });
     };
-    newer(&mut c.store.objects.pod_groups[0], "Scheduled", 10);
+    let pg = volcano_api::NamespacedName::of(&c.store.objects().pod_groups[0].metadata);
+    c.store
+        .modify::<volcano_api::scheduling::PodGroup>(&pg, |pg| newer(pg, "Scheduled", 10))
+        .unwrap();
     let mut late = unschedulable;
     newer(&mut late, "Unschedulable", 5);
-    c.feed(&[Watched::PodGroup(
+    c.feed(&[WatchEvent::PodGroup(
         Some(Box::new(before)),
         Some(Box::new(late)),
     )]);

@@ -67,7 +67,7 @@ pub struct JobWork {
 }
 
 fn key_of(namespace: Option<&String>, name: &str) -> JobKey {
-    (namespace.cloned().unwrap_or_default(), name.to_string())
+    JobKey::new(namespace.cloned().unwrap_or_default(), name)
 }
 
 impl JobController {
@@ -169,7 +169,7 @@ impl JobController {
             .map(|o| o.uid.clone())
             .unwrap_or_default();
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let key = (namespace.clone(), job_name.to_string());
+        let key = JobKey::new(namespace.clone(), job_name);
         let mut exit_code = 0;
         let event = match (old, new) {
             (None, Some(_)) => BusEvent::PodPending,
@@ -279,7 +279,7 @@ impl JobController {
             };
             self.enqueue(key.clone(), Request::event(event));
         }
-        let job = view.job(&key.0, &key.1)?;
+        let job = view.job(&key.namespace, &key.name)?;
         self.warn_once(job, old, new, view)
     }
 
@@ -332,7 +332,7 @@ impl JobController {
                 .get_mut(&key)
                 .and_then(VecDeque::pop_front)
                 .unwrap_or_else(Request::sync);
-            let Some(job) = env.view.job(&key.0, &key.1) else {
+            let Some(job) = env.view.job(&key.namespace, &key.name) else {
                 // The job is gone; what was queued for it is moot.
                 self.requests.remove(&key);
                 self.refusals.remove(&key);
@@ -410,8 +410,8 @@ impl JobController {
         Some(JobWork {
             key: key.clone(),
             changes: vec![Change::DeleteJob {
-                namespace: key.0.clone(),
-                name: key.1.clone(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
             }],
         })
     }
@@ -493,7 +493,7 @@ impl JobController {
         // Volcano records this as a Normal event; it is a failure, so it is a Warning here,
         // where `kubectl get events --field-selector type=Warning` finds it.
         Some(Event {
-            object: format!("Job/{}/{}", key.0, key.1),
+            object: format!("Job/{}/{}", key.namespace, key.name),
             type_: volcano_api::event::EventType::Warning,
             reason: "ExecuteAction".to_string(),
             message,
@@ -514,13 +514,13 @@ fn first_exit_code(pod: &Pod) -> i32 {
 /// Whether every replica of the task has succeeded.
 fn task_completed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
     let Some(spec) = view
-        .job(&key.0, &key.1)
+        .job(&key.namespace, &key.name)
         .and_then(|j| j.spec.tasks.iter().find(|t| t.name == task))
     else {
         return false;
     };
     let succeeded = view
-        .pods_of_job(&key.0, &key.1)
+        .pods_of_job(&key.namespace, &key.name)
         .into_iter()
         .filter(|p| annotation(p, keys::TASK_SPEC) == Some(task) && pod_phase(p) == "Succeeded")
         .count();
@@ -531,7 +531,7 @@ fn task_completed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
 /// `-1` for never).
 fn task_failed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
     let Some(spec) = view
-        .job(&key.0, &key.1)
+        .job(&key.namespace, &key.name)
         .and_then(|j| j.spec.tasks.iter().find(|t| t.name == task))
     else {
         return false;
@@ -545,7 +545,7 @@ fn task_failed(view: &ClusterView<'_>, key: &JobKey, task: &str) -> bool {
         return false;
     }
     let restarts: i32 = view
-        .pods_of_job(&key.0, &key.1)
+        .pods_of_job(&key.namespace, &key.name)
         .into_iter()
         .filter(|p| annotation(p, keys::TASK_SPEC) == Some(task))
         .filter(|p| matches!(pod_phase(p), "Running" | "Pending"))

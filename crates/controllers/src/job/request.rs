@@ -4,7 +4,7 @@
 use volcano_api::bus::{BusAction, BusEvent};
 
 /// `(namespace, name)` of a Job.
-pub type JobKey = (String, String);
+pub type JobKey = volcano_api::NamespacedName;
 
 /// One request to the job controller. Requests are values: two requests with the same fields
 /// are the same request, so a burst of identical watch events queues one.

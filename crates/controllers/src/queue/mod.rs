@@ -294,7 +294,8 @@ mod tests {
     fn a_failed_close_backs_off_and_is_given_up() {
         let mut objects = Objects::default();
         objects.queues.push(Queue::new("q", QueueSpec::default()));
-        let view = ClusterView::new(&objects);
+        let store = volcano_api::ObjectStore::new(objects);
+        let view = ClusterView::new(&store);
         let mut qc = QueueController::new(RetryPolicy::default());
         qc.act("q", BusAction::CloseQueue);
         let now = Instant::default();

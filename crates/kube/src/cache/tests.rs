@@ -17,7 +17,7 @@ fn pod(name: &str, rv: &str) -> Pod {
 }
 
 fn key(name: &str) -> Key {
-    ("ns".into(), name.into())
+    NamespacedName::new("ns", name)
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn a_watch_event_older_than_the_cache_changes_nothing() {
     assert!(c.apply(Update::Pod(Event::Apply(pod("a", "4")))).is_empty());
     assert!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).is_empty());
     let changed = c.apply(Update::Pod(Event::Apply(pod("a", "6"))));
-    assert!(matches!(&changed[..], [Changed::Pod(Some(_), Some(_))]));
+    assert!(matches!(&changed[..], [WatchEvent::Pod(Some(_), Some(_))]));
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn a_relist_drops_what_went_away_while_the_watch_was_down() {
     let gone = c.apply(Update::Pod(Event::InitDone));
     assert_eq!(gone.len(), 1);
     assert!(
-        matches!(&gone[0], Changed::Pod(Some(p), None) if p.metadata.name.as_deref() == Some("b"))
+        matches!(&gone[0], WatchEvent::Pod(Some(p), None) if p.metadata.name.as_deref() == Some("b"))
     );
     assert!(c.pod(&key("a")).is_some());
     assert!(c.pod(&key("b")).is_none());
@@ -98,10 +98,22 @@ fn an_event_object_finds_its_uid_in_the_cache() {
     let mut p = pod("a", "1");
     p.metadata.uid = Some("uid-a".into());
     c.apply(Update::Pod(Event::Apply(p)));
-    assert_eq!(c.uid_of("Pod/ns/a").as_deref(), Some("uid-a"));
-    assert_eq!(c.uid_of("Pod/ns/missing"), None);
-    assert_eq!(c.uid_of("Node/n1"), None);
-    assert_eq!(c.uid_of("garbage"), None);
+    assert_eq!(
+        c.uid_of(&ObjectRef::new(ObjectKind::Pod, key("a")))
+            .as_deref(),
+        Some("uid-a")
+    );
+    assert_eq!(
+        c.uid_of(&ObjectRef::new(ObjectKind::Pod, key("missing"))),
+        None
+    );
+    assert_eq!(
+        c.uid_of(&ObjectRef::new(
+            ObjectKind::Node,
+            NamespacedName::cluster("n1")
+        )),
+        None
+    );
     assert_eq!(split_key("ns/a"), key("a"));
-    assert_eq!(split_key("lone"), ("default".into(), "lone".into()));
+    assert_eq!(split_key("lone"), NamespacedName::new("default", "lone"));
 }

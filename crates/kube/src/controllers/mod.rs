@@ -11,17 +11,18 @@ use tokio::sync::mpsc;
 use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
 use volcano_controllers::job::controller::Refusal;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, Watch, WorkKey};
 use volcano_controllers::time::Instant as CtlInstant;
 use volcano_controllers::view::ClusterView;
 
-use crate::cache::{Changed, ClusterCache, Kind, Update};
+use crate::cache::{ClusterCache, Kind, Update};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{ControllerMetrics, label};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
+use volcano_api::WatchEvent;
 
 /// The kinds the controllers read.
 pub const CONTROLLER_KINDS: [Kind; 6] = [
@@ -105,21 +106,21 @@ impl ControllerRuntime {
         self.observe(&changed);
     }
 
-    fn observe(&mut self, changed: &[Changed]) {
+    fn observe(&mut self, changed: &[WatchEvent]) {
         // Before the first full listing the manager starts from `relist`, not from events.
         if !self.listed {
             return;
         }
-        let view = ClusterView::new(self.cache.objects());
+        let view = ClusterView::new(self.cache.indexed());
         for c in changed {
             match c {
-                Changed::Job(Some(old), Some(new)) => self.metrics.job_changed(old, new),
-                Changed::Pod(None, Some(pod)) => {
+                WatchEvent::Job(Some(old), Some(new)) => self.metrics.job_changed(old, new),
+                WatchEvent::Pod(None, Some(pod)) => {
                     self.metrics.pod_created(pod, self.cache.objects());
                 }
                 _ => {}
             }
-            if let Some(w) = c.as_watch() {
+            if let Some(w) = Watch::of(c) {
                 self.manager.observe(w, &view);
             }
         }
@@ -140,7 +141,7 @@ impl ControllerRuntime {
                 self.take(u);
             }
             if !self.listed && self.cache.synced(&CONTROLLER_KINDS) {
-                self.manager.relist(&ClusterView::new(self.cache.objects()));
+                self.manager.relist(&ClusterView::new(self.cache.indexed()));
                 self.listed = true;
                 ready.set_ready();
             }
@@ -176,7 +177,7 @@ impl ControllerRuntime {
         for _ in 0..TURNS_PER_ROUND {
             let t = now();
             let work = {
-                let view = ClusterView::new(self.cache.objects());
+                let view = ClusterView::new(self.cache.indexed());
                 self.manager.next(&view, t)
             };
             let Some(work) = work else { break };
@@ -216,7 +217,7 @@ impl ControllerRuntime {
     async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
         for c in changes {
             if let Change::Event(e) = c {
-                let uid = self.cache.uid_of(&e.object);
+                let uid = crate::events::object_ref(&e.object).and_then(|o| self.cache.uid_of(&o));
                 self.events.send(e.clone(), uid);
                 continue;
             }

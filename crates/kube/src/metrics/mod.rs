@@ -11,6 +11,7 @@
 mod controller;
 mod queue;
 mod scheduler;
+mod session_timer;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
@@ -29,6 +30,7 @@ pub use queue::QueueMetrics;
 pub use scheduler::{
     ON_CLOSE, ON_OPEN, STAGE_ASSUMED, STAGE_BIND, STAGE_BOUND, STAGE_WATCHED, SchedulerMetrics, ms,
 };
+pub use session_timer::SessionTimer;
 
 /// One label: `[(name, value)]`.
 pub type Label = [(&'static str, String); 1];

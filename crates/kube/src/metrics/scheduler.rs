@@ -16,6 +16,7 @@ use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
 use volcano_scheduler::framework::Decisions;
 
+use super::session_timer::SessionTimer;
 use super::{
     CounterVec, GaugeVec, HistogramVec, Label, Labels2, Labels3, QueueMetrics, histogram, label,
 };
@@ -413,19 +414,10 @@ impl SchedulerMetrics {
         }
     }
 
-    /// What times each plugin's part of opening or closing a session (`on`: [`ON_OPEN`] or
-    /// [`ON_CLOSE`]), for [`volcano_scheduler::framework::Session::open_observed`].
-    pub fn plugin_timer(&self, on: &'static str) -> impl FnMut(&str, &mut dyn FnMut()) + '_ {
-        move |plugin, run| {
-            let t = std::time::Instant::now();
-            run();
-            self.plugin_latency_ms
-                .get_or_create(&[
-                    ("plugin", plugin.to_string()),
-                    ("OnSession", on.to_string()),
-                ])
-                .observe(ms(t.elapsed()));
-        }
+    /// What times a session's steps, for [`volcano_scheduler::cycle::Prepared::run`]; the
+    /// snapshot took `snapshot_took`, which counts towards opening the session.
+    pub fn session_observer(&self, snapshot_took: Duration) -> SessionTimer<'_> {
+        SessionTimer::new(self, snapshot_took)
     }
 
     /// Records the scheduler's first sight of a pod waiting for one of `schedulers`.

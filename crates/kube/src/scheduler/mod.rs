@@ -11,19 +11,19 @@ use kube::api::{Api, PostParams};
 use kube::{Client, Error as KubeError};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
-use volcano_api::Objects;
+use volcano_api::WatchEvent;
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::keys;
 use volcano_api::scheduling::Queue;
-use volcano_scheduler::cache::{
-    BuildError, CacheOptions, SchedulerCache, build_snapshot, implicit_queue,
-};
-use volcano_scheduler::framework::{Session, SessionOptions};
-use volcano_scheduler::model::Snapshot;
+use volcano_scheduler::cache::{CacheOptions, implicit_queue};
+use volcano_scheduler::cycle::SchedulingCycle;
+use volcano_scheduler::framework::SessionOptions;
 
-use crate::cache::{Changed, ClusterCache, Kind};
+use crate::cache::{ClusterCache, Kind};
 use crate::events::EventSink;
 use crate::leader::Leadership;
-use crate::metrics::{ON_CLOSE, ON_OPEN, SchedulerMetrics, label, ms};
+use crate::metrics::{SchedulerMetrics, label};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
@@ -38,9 +38,6 @@ pub const SCHEDULER_KINDS: [Kind; 5] = [
     Kind::Queue,
     Kind::PriorityClass,
 ];
-
-/// Objects a snapshot may leave out, one at a time, before the session is given up.
-const MAX_EXCLUDED: usize = 64;
 
 /// Settings of the scheduler.
 #[derive(Debug)]
@@ -65,8 +62,8 @@ pub struct SchedulerOptions {
 pub struct SchedulerRuntime {
     opts: SchedulerOptions,
     cache: ClusterCache,
-    /// The snapshot kept current from the cache's journal, so a session costs what changed.
-    snapshots: SchedulerCache,
+    /// The scheduling cycle, following the cache's journal, so a session costs what changed.
+    cycle: SchedulingCycle,
     writer: Writer,
     metrics: SchedulerMetrics,
     sessions: u64,
@@ -83,14 +80,14 @@ impl SchedulerRuntime {
             metrics: metrics.clone(),
             gone_queues: BTreeMap::new(),
         };
-        let snapshots = SchedulerCache::new(CacheOptions {
+        let cycle = SchedulingCycle::new(CacheOptions {
             scheduler_names: opts.scheduler_names.clone(),
             default_queue: opts.default_queue.clone(),
         });
         SchedulerRuntime {
             opts,
             cache: ClusterCache::journaling(),
-            snapshots,
+            cycle,
             writer,
             metrics,
             sessions: 0,
@@ -172,51 +169,49 @@ impl SchedulerRuntime {
         ok
     }
 
-    /// One session: snapshot, actions, writes, metrics.
+    /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
+    /// metrics.
     pub async fn session(&mut self) {
         let started = Instant::now();
-        let cache_opts = CacheOptions {
-            scheduler_names: self.opts.scheduler_names.clone(),
-            default_queue: self.opts.default_queue.clone(),
+        for e in self.cache.take_journal() {
+            if let WatchEvent::Pod(None, Some(p)) = &e {
+                self.metrics.pod_watched(p, &self.opts.scheduler_names);
+            }
+            self.cycle.follow(&e);
+        }
+        let prepared = match self.cycle.prepare(self.cache.objects()) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
+                return;
+            }
         };
-        let Some(snap) = self.take_snapshot(&cache_opts) else {
-            return;
-        };
+        for e in &prepared.left_out {
+            tracing::warn!(error = %e, "object left out of scheduling");
+        }
+        self.metrics
+            .snapshots
+            .get_or_create(&label("source", prepared.source.as_str()))
+            .inc();
         let snapshot_took = started.elapsed();
         self.sessions += 1;
         let conf = self.opts.conf.conf().clone();
         let opts = SessionOptions {
             uid: format!("{}-{}", self.opts.identity, self.sessions),
-            now: Some(
-                volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    volcano_api::k8s_openapi::jiff::Timestamp::now(),
-                ),
-            ),
+            now: Some(Time(Timestamp::now())),
             percentage_nodes_to_find: self.opts.percentage_nodes_to_find,
         };
         let metrics = self.metrics.clone();
         // The session is pure computation: off the async threads, so watches keep flowing.
         let decided = tokio::task::spawn_blocking(move || {
-            let t = std::time::Instant::now();
-            let mut ssn =
-                Session::open_observed(snap, &conf, opts, &mut metrics.plugin_timer(ON_OPEN));
-            metrics
-                .open_session_ms
-                .observe(ms(snapshot_took + t.elapsed()));
-            for action in &conf.actions {
-                let t = std::time::Instant::now();
-                volcano_scheduler::actions::run(action, &mut ssn);
-                metrics
-                    .action_latency_ms
-                    .get_or_create(&label("action", action.clone()))
-                    .observe(ms(t.elapsed()));
-            }
-            ssn.close_observed(&mut metrics.plugin_timer(ON_CLOSE))
+            let mut observer = metrics.session_observer(snapshot_took);
+            prepared.run(&conf, opts, &mut observer)
         })
         .await;
         let d = match decided {
             Ok(d) => d,
             Err(e) => {
+                self.cycle.invalidate();
                 tracing::error!(error = %e, "a session failed; the next one starts from a fresh snapshot");
                 return;
             }
@@ -235,148 +230,6 @@ impl SchedulerRuntime {
             );
         }
     }
-
-    /// The session's snapshot: the kept one, brought up to date with the cache's journal;
-    /// or, while the implicit queues are missing or an object cannot be read, one built from
-    /// all objects that leaves the unreadable ones out.
-    fn take_snapshot(&mut self, cache_opts: &CacheOptions) -> Option<Snapshot> {
-        for c in self.cache.take_journal() {
-            if let Changed::Pod(None, Some(p)) = &c {
-                self.metrics.pod_watched(p, &self.opts.scheduler_names);
-            }
-            follow(&mut self.snapshots, &c);
-        }
-        let objs = self.cache.objects();
-        let has_queues = [keys::ROOT_QUEUE, self.opts.default_queue.as_str()]
-            .iter()
-            .all(|n| {
-                objs.queues
-                    .iter()
-                    .any(|q| q.metadata.name.as_deref() == Some(*n))
-            });
-        if has_queues {
-            let before = self.snapshots.stats();
-            if let Ok(snap) = self.snapshots.snapshot(objs) {
-                let source = if self.snapshots.stats().kept > before.kept {
-                    "kept"
-                } else {
-                    "rebuilt"
-                };
-                self.metrics
-                    .snapshots
-                    .get_or_create(&label("source", source))
-                    .inc();
-                return Some(snap);
-            }
-        }
-        self.snapshots.invalidate();
-        self.metrics
-            .snapshots
-            .get_or_create(&label("source", "rebuilt"))
-            .inc();
-        match snapshot(objs, cache_opts) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
-                None
-            }
-        }
-    }
-}
-
-/// Tells the scheduler cache of one change to the objects.
-fn follow(snapshots: &mut SchedulerCache, c: &Changed) {
-    match c {
-        Changed::Pod(old, new) => snapshots.pod_changed(old.as_deref(), new.as_deref()),
-        Changed::PodGroup(old, new) => {
-            snapshots.pod_group_changed(old.as_deref(), new.as_deref());
-        }
-        Changed::Queue(old, new) => snapshots.queue_changed(old.as_deref(), new.as_deref()),
-        Changed::Node(old, new) => snapshots.node_changed(old.as_deref(), new.as_deref()),
-        Changed::PriorityClass => snapshots.priority_class_changed(),
-        Changed::Job(..) | Changed::Command(_) | Changed::Other => {}
-    }
-}
-
-/// A snapshot of `objs`, leaving out (with a warning naming it) any object the scheduler
-/// cannot read, so one bad object never stops scheduling for everyone else. The implicit
-/// root and default queues are added when the cluster has not got them yet.
-pub fn snapshot(objs: &Objects, opts: &CacheOptions) -> Result<Snapshot, BuildError> {
-    let needs_queues = [keys::ROOT_QUEUE, opts.default_queue.as_str()]
-        .iter()
-        .any(|n| {
-            !objs
-                .queues
-                .iter()
-                .any(|q| q.metadata.name.as_deref() == Some(*n))
-        });
-    let first = if needs_queues {
-        None
-    } else {
-        match build_snapshot(objs, opts) {
-            Ok(s) => return Ok(s),
-            Err(e) => Some(e),
-        }
-    };
-    let mut owned = objs.clone();
-    for name in [keys::ROOT_QUEUE, opts.default_queue.as_str()] {
-        if !owned
-            .queues
-            .iter()
-            .any(|q| q.metadata.name.as_deref() == Some(name))
-        {
-            owned.queues.push(implicit_queue(name));
-        }
-    }
-    let mut last = first;
-    for _ in 0..MAX_EXCLUDED {
-        if let Some(e) = &last {
-            tracing::warn!(error = %e, "object left out of scheduling");
-            if !exclude(&mut owned, &e.object) {
-                break;
-            }
-        }
-        match build_snapshot(&owned, opts) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| BuildError {
-        object: String::new(),
-        field: String::new(),
-        message: "no snapshot".to_string(),
-    }))
-}
-
-/// Removes the object a [`BuildError`] names (`Kind ns/name` or `Kind name`); whether it did.
-fn exclude(objs: &mut Objects, object: &str) -> bool {
-    let Some((kind, rest)) = object.split_once(' ') else {
-        return false;
-    };
-    let (ns, name) = rest.split_once('/').unwrap_or(("", rest));
-    let is = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        m.name.as_deref() == Some(name) && (ns.is_empty() || m.namespace.as_deref() == Some(ns))
-    };
-    let before = (
-        objs.pods.len(),
-        objs.nodes.len(),
-        objs.pod_groups.len(),
-        objs.queues.len(),
-    );
-    match kind {
-        "Pod" => objs.pods.retain(|p| !is(&p.metadata)),
-        "Node" => objs.nodes.retain(|n| !is(&n.metadata)),
-        "PodGroup" => objs.pod_groups.retain(|p| !is(&p.metadata)),
-        "Queue" => objs.queues.retain(|q| !is(&q.metadata)),
-        _ => return false,
-    }
-    before
-        != (
-            objs.pods.len(),
-            objs.nodes.len(),
-            objs.pod_groups.len(),
-            objs.queues.len(),
-        )
 }
 
 /// Waits for `stop` to become true.

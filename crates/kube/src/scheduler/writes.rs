@@ -76,7 +76,7 @@ impl Writer {
         // Last, and only for what was written: a PodGroup whose status write failed is
         // decided again next session, and its event with it.
         for e in d.events_after_writes(&unwritten) {
-            let uid = cache.uid_of(&e.object);
+            let uid = crate::events::object_ref(&e.object).and_then(|o| cache.uid_of(&o));
             self.events.send(e.clone(), uid);
         }
         w
@@ -85,12 +85,12 @@ impl Writer {
     async fn annotate_devices(&self, d: &Decisions, cache: &mut ClusterCache) {
         let jobs = d.gpu_devices.iter().map(|(k, ids)| {
             let key = split_key(k);
-            let api = self.pods(&key.0);
+            let api = self.pods(&key.namespace);
             let ids = ids.clone();
             async move {
                 let patch = json!({"metadata": {"annotations": {gpu::POD_VGPU_IDS: &ids}}});
                 let r = api
-                    .patch(&key.1, &PatchParams::default(), &Patch::Merge(&patch))
+                    .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await;
                 (key, ids, r)
             }
@@ -107,7 +107,7 @@ impl Writer {
                     });
                 }
                 Err(e) => {
-                    tracing::warn!(pod = %format!("{}/{}", key.0, key.1), error = %e, "could not record the pod's GPU devices")
+                    tracing::warn!(pod = %format!("{}/{}", key.namespace, key.name), error = %e, "could not record the pod's GPU devices")
                 }
             }
         }
@@ -116,25 +116,25 @@ impl Writer {
     async fn bind(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
         let jobs = d.binds.iter().map(|(k, node)| {
             let key = split_key(k);
-            let api = self.pods(&key.0);
+            let api = self.pods(&key.namespace);
             let node = node.clone();
             async move {
                 let started = std::time::Instant::now();
                 let binding = json!({
                     "apiVersion": "v1",
                     "kind": "Binding",
-                    "metadata": {"name": key.1, "namespace": key.0},
+                    "metadata": {"name": key.name, "namespace": key.namespace},
                     "target": {"apiVersion": "v1", "kind": "Node", "name": node},
                 });
                 let r: Result<serde_json::Value, KubeError> = api
-                    .create_subresource("binding", &key.1, &PostParams::default(), &binding)
+                    .create_subresource("binding", &key.name, &PostParams::default(), &binding)
                     .await;
                 (key, node, r, started.elapsed())
             }
         });
         let results = bounded(jobs, self.concurrency).await;
         for (key, node, r, took) in results {
-            let name = format!("{}/{}", key.0, key.1);
+            let name = format!("{}/{}", key.namespace, key.name);
             match r {
                 Ok(_) => {
                     w.bound += 1;
@@ -173,15 +173,18 @@ impl Writer {
     ) {
         let jobs = d.evictions.iter().map(|k| {
             let key = split_key(k);
-            let api = self.pods(&key.0);
+            let api = self.pods(&key.namespace);
             async move {
-                let r = api.evict(&key.1, &EvictParams::default()).await.map(|_| ());
+                let r = api
+                    .evict(&key.name, &EvictParams::default())
+                    .await
+                    .map(|_| ());
                 (key, r)
             }
         });
         let results = bounded(jobs, self.concurrency).await;
         for (key, r) in results {
-            let name = format!("{}/{}", key.0, key.1);
+            let name = format!("{}/{}", key.namespace, key.name);
             match r {
                 Ok(()) => {
                     w.evicted += 1;
@@ -206,8 +209,8 @@ impl Writer {
             let key = split_key(k);
             let patch = json!({"status": {"nominatedNodeName": node}});
             match self
-                .pods(&key.0)
-                .patch_status(&key.1, &PatchParams::default(), &Patch::Merge(&patch))
+                .pods(&key.namespace)
+                .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 Ok(_) => {
@@ -232,7 +235,7 @@ impl Writer {
     ) {
         for u in d.pod_groups.iter().filter(|u| u.changed) {
             let key = split_key(&u.key);
-            let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &key.0);
+            let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &key.namespace);
             // The scheduler is the only writer of PodGroup status: the whole status is
             // replaced, so a field that became empty is cleared too.
             let patch = match replace_status(&u.status) {
@@ -246,7 +249,11 @@ impl Writer {
             // Volcano's PodGroup CRD has no status subresource: the status is patched on the
             // object itself.
             match api
-                .patch(&key.1, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .patch(
+                    &key.name,
+                    &PatchParams::default(),
+                    &Patch::Json::<()>(patch),
+                )
                 .await
             {
                 Ok(_) => {
@@ -342,7 +349,7 @@ impl Writer {
                 .filter(|x| x.status == "False")
                 .and_then(|x| x.last_transition_time.clone())
                 .unwrap_or_else(|| Time(Timestamp::now()));
-            let api = self.pods(&key.0);
+            let api = self.pods(&key.namespace);
             let c = c.clone();
             async move {
                 let patch = json!({"status": {"conditions": [{
@@ -354,7 +361,11 @@ impl Writer {
                     "lastTransitionTime": since,
                 }]}});
                 let r = api
-                    .patch_status(&key.1, &PatchParams::default(), &Patch::Strategic(&patch))
+                    .patch_status(
+                        &key.name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(&patch),
+                    )
                     .await
                     .map(|_| ());
                 (key, c, r)

@@ -20,18 +20,8 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
         .collect();
     let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
     for p in &mut objs.pods {
-        if let Some(node) = binds.get(object_key(&p.metadata).as_str())
-            && let Some(spec) = p.spec.as_mut()
-        {
-            spec.node_name = Some((*node).to_string());
-            // As the API server's binding does: the pod is scheduled now.
-            replace_pod_scheduled(
-                p,
-                PodCondition {
-                    status: "True".to_string(),
-                    ..Default::default()
-                },
-            );
+        if let Some(node) = binds.get(object_key(&p.metadata).as_str()) {
+            bind_pod(p, node);
         }
     }
     let nominated: HashMap<&str, &str> = d
@@ -41,9 +31,7 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
         .collect();
     for p in &mut objs.pods {
         if let Some(node) = nominated.get(object_key(&p.metadata).as_str()) {
-            p.status
-                .get_or_insert_with(Default::default)
-                .nominated_node_name = Some((*node).to_string());
+            nominate_pod(p, node);
         }
     }
     let conditions: HashMap<&str, &crate::framework::PodUnschedulable> = d
@@ -66,10 +54,7 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
     if !devices.is_empty() {
         for p in &mut objs.pods {
             if let Some(v) = devices.get(object_key(&p.metadata).as_str()) {
-                p.metadata
-                    .annotations
-                    .get_or_insert_with(Default::default)
-                    .insert(gpu::POD_VGPU_IDS.to_string(), (*v).to_string());
+                set_gpu_devices(p, v);
             }
         }
     }
@@ -95,6 +80,36 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             q.status.get_or_insert_with(Default::default).allocated = Some((*a).clone());
         }
     }
+}
+
+/// Binds a pod to `node`, as the API server's binding does: the pod is scheduled now.
+pub fn bind_pod(pod: &mut Pod, node: &str) {
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    spec.node_name = Some(node.to_string());
+    replace_pod_scheduled(
+        pod,
+        PodCondition {
+            status: "True".to_string(),
+            ..Default::default()
+        },
+    );
+}
+
+/// Writes the node a preemptor's evictions freed as the pod's `status.nominatedNodeName`.
+pub fn nominate_pod(pod: &mut Pod, node: &str) {
+    pod.status
+        .get_or_insert_with(Default::default)
+        .nominated_node_name = Some(node.to_string());
+}
+
+/// Writes the GPU devices a pod holds on it, as Volcano's annotation.
+pub fn set_gpu_devices(pod: &mut Pod, devices: &str) {
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(gpu::POD_VGPU_IDS.to_string(), devices.to_string());
 }
 
 /// Sets a waiting pod's `PodScheduled` condition, as the pods/status patch does in a cluster:

@@ -16,9 +16,9 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use volcano_api::Objects;
 use volcano_api::k8s_openapi;
 use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::{ObjectKind, ObjectRef, Objects};
 
 use super::task::{self, group_key};
 use super::{
@@ -372,7 +372,7 @@ fn queue_changed(
     };
     let b = Builder {
         dims: state.snap.dims.clone(),
-        object: format!("Queue {name}"),
+        object: ObjectRef::of(ObjectKind::Queue, &new.metadata),
     };
     *state.snap.queue_mut(q) = queue_info(&b, new)?;
     Ok(())

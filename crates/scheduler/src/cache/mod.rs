@@ -9,7 +9,7 @@ mod decisions;
 mod incremental;
 mod task;
 
-pub use decisions::{apply_decisions, set_pod_scheduled};
+pub use decisions::{apply_decisions, bind_pod, nominate_pod, set_gpu_devices, set_pod_scheduled};
 pub use incremental::SchedulerCache;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -23,6 +23,7 @@ use volcano_api::k8s_openapi;
 use volcano_api::keys;
 use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::{PodGroup, Queue, QueueSpec, ResourceList};
+use volcano_api::{ObjectKind, ObjectRef};
 
 use crate::model::gpu::{self, NodeGpus};
 use crate::model::{
@@ -40,8 +41,8 @@ pub const DEFAULT_TASK_PRIORITY: i32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{object}: field {field}: {message}")]
 pub struct BuildError {
-    /// `Kind ns/name`.
-    pub object: String,
+    /// The object.
+    pub object: ObjectRef,
     /// Dotted field path.
     pub field: String,
     /// What is wrong.
@@ -84,7 +85,7 @@ fn annotation_or_label<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {
 
 struct Builder {
     dims: Dims,
-    object: String,
+    object: ObjectRef,
 }
 
 impl Builder {
@@ -302,7 +303,7 @@ fn node_info(dims: &Dims, n: &k8s_openapi::api::core::v1::Node) -> Result<NodeIn
     let name = meta_str(&n.metadata, |m| m.name.as_ref());
     let b = Builder {
         dims: dims.clone(),
-        object: format!("Node {name}"),
+        object: ObjectRef::of(ObjectKind::Node, &n.metadata),
     };
     let (list, field) = node_allocatable(n);
     let mut alloc = b.list(list, field)?;
@@ -338,7 +339,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
     for q in queue_objects(objs, opts) {
         let b = Builder {
             dims: dims.clone(),
-            object: format!("Queue {}", meta_str(&q.metadata, |m| m.name.as_ref())),
+            object: ObjectRef::of(ObjectKind::Queue, &q.metadata),
         };
         let info = queue_info(&b, &q)?;
         queue_index.insert(info.name.clone(), QueueId(queues.len() as u32));
@@ -431,7 +432,7 @@ fn job_info(
         .unwrap_or_else(|| "default".to_string());
     let name = meta_str(&pg.metadata, |m| m.name.as_ref());
     let key = format!("{namespace}/{name}");
-    let label = format!("PodGroup {key}");
+    let label = ObjectRef::of(ObjectKind::PodGroup, &pg.metadata);
     let queue_name = if pg.spec.queue.is_empty() {
         opts.default_queue.clone()
     } else {

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::k8s_openapi;
 use volcano_api::keys;
 use volcano_api::scheduling::ResourceList;
+use volcano_api::{ObjectKind, ObjectRef};
 
 use super::{
     BuildError, Builder, CacheOptions, DEFAULT_TASK_PRIORITY, Priorities, annotation,
@@ -114,7 +115,7 @@ pub(super) fn new_task(
     let key = format!("{namespace}/{name}");
     let b = Builder {
         dims: snap.dims.clone(),
-        object: format!("Pod {key}"),
+        object: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
     };
     let resreq = pod_request(&b, pod)?;
     let gpu = GpuRequest::from_pod(pod).map_err(|e| BuildError {

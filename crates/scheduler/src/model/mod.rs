@@ -10,6 +10,7 @@ mod node;
 pub mod node_table;
 mod queue;
 mod snapshot;
+mod snapshot_state;
 mod task;
 
 pub use job::{JobInfo, PgPhase};

@@ -12,7 +12,7 @@ use volcano_controllers::time::Instant;
 use volcano_scheduler::framework::{Decisions, Unwritten};
 
 use super::plan::{FaultPlan, Rate};
-use crate::store::Watched;
+use volcano_api::WatchEvent;
 
 /// How many faults of each kind a run injected.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -138,11 +138,11 @@ impl Faults {
 
     /// A batch of watch events as the controllers receive it: some delivered twice, and the
     /// batch interleaved at random, each object's own events staying in order.
-    pub fn deliver(&mut self, watched: Vec<Watched>) -> Vec<Watched> {
+    pub fn deliver(&mut self, watched: Vec<WatchEvent>) -> Vec<WatchEvent> {
         if !self.active() || watched.is_empty() {
             return watched;
         }
-        let mut streams: BTreeMap<String, VecDeque<Watched>> = BTreeMap::new();
+        let mut streams: BTreeMap<String, VecDeque<WatchEvent>> = BTreeMap::new();
         for w in watched {
             let twice = self.roll(self.plan.duplicate_watch);
             let stream = streams.entry(object_of(&w)).or_default();
@@ -152,7 +152,7 @@ impl Faults {
             }
             stream.push_back(w);
         }
-        let mut streams: Vec<VecDeque<Watched>> = streams.into_values().collect();
+        let mut streams: Vec<VecDeque<WatchEvent>> = streams.into_values().collect();
         let reorder = self.plan.reorder_watch && streams.len() > 1;
         if reorder {
             self.counts.reordered_batches += 1;
@@ -271,7 +271,7 @@ impl Faults {
 }
 
 /// `Kind/ns/name` of what a watch event is about: one watch stream keeps its order.
-fn object_of(w: &Watched) -> String {
+fn object_of(w: &WatchEvent) -> String {
     fn meta_key(
         kind: &str,
         m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -283,23 +283,34 @@ fn object_of(w: &Watched) -> String {
         )
     }
     match w {
-        Watched::Job(o, n) => n
+        WatchEvent::Job(o, n) => n
             .as_ref()
             .or(o.as_ref())
             .map(|j| meta_key("Job", &j.metadata)),
-        Watched::Pod(o, n) => n
+        WatchEvent::Pod(o, n) => n
             .as_ref()
             .or(o.as_ref())
             .map(|p| meta_key("Pod", &p.metadata)),
-        Watched::PodGroup(o, n) => n
+        WatchEvent::PodGroup(o, n) => n
             .as_ref()
             .or(o.as_ref())
             .map(|g| meta_key("PodGroup", &g.metadata)),
-        Watched::Queue(o, n) => n
+        WatchEvent::Queue(o, n) => n
             .as_ref()
             .or(o.as_ref())
             .map(|q| meta_key("Queue", &q.metadata)),
-        Watched::Command(c) => Some(meta_key("Command", &c.metadata)),
+        WatchEvent::Command(o, n) => n
+            .as_ref()
+            .or(o.as_ref())
+            .map(|c| meta_key("Command", &c.metadata)),
+        WatchEvent::Node(o, n) => n
+            .as_ref()
+            .or(o.as_ref())
+            .map(|c| meta_key("Node", &c.metadata)),
+        WatchEvent::PriorityClass(o, n) => n
+            .as_ref()
+            .or(o.as_ref())
+            .map(|c| meta_key("PriorityClass", &c.metadata)),
     }
     .unwrap_or_default()
 }

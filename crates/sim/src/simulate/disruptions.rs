@@ -18,7 +18,8 @@ use super::annotations::DURATION;
 use super::clock::{Clock, Event};
 use super::kubelet::{Kubelets, is_terminal, node_of};
 use crate::faults::{Faults, accounting};
-use crate::store::{Store, Watched};
+use crate::store::Store;
+use volcano_api::{NamespacedName, WatchEvent};
 
 /// The scheduler name of the pods another scheduler binds.
 pub const FOREIGN_SCHEDULER: &str = "default-scheduler";
@@ -73,25 +74,26 @@ pub fn fire(
     kubelets: &mut Kubelets,
     clock: &mut Clock,
     faults: &mut Faults,
-    out: &mut Vec<Watched>,
+    out: &mut Vec<WatchEvent>,
 ) {
     let now = clock.now();
     let heal = Instant(faults.plan().window.max(now.0));
     match d {
         Disruption::Vanish(name) => {
-            let Some(i) = position(store, &name) else {
+            let Ok(WatchEvent::Node(Some(node), _)) =
+                store.delete::<Node>(&NamespacedName::cluster(name.as_str()))
+            else {
                 return;
             };
-            let node = store.objects.nodes.remove(i);
             faults.counts.nodes_vanished += 1;
             kubelets.set_down(&name, true);
             kubelets.lose_pods_on(store, &name, now, out);
-            clock.schedule(heal, Event::Fault(Disruption::Return(Box::new(node))));
+            clock.schedule(heal, Event::Fault(Disruption::Return(node)));
         }
         Disruption::Return(node) => {
             let name = node.metadata.name.clone().unwrap_or_default();
             if position(store, &name).is_none() {
-                store.objects.nodes.push(*node);
+                store.upsert(*node);
                 kubelets.set_down(&name, false);
             }
         }
@@ -100,10 +102,11 @@ pub fn fire(
             let Some(i) = position(store, &name) else {
                 return;
             };
-            let status = store.objects.nodes[i]
+            let Some(before) = store.objects().nodes[i]
                 .status
-                .get_or_insert_with(Default::default);
-            let Some(before) = status.allocatable.clone() else {
+                .as_ref()
+                .and_then(|s| s.allocatable.clone())
+            else {
                 return;
             };
             let mut shrunk = before.clone();
@@ -114,23 +117,22 @@ pub fn fire(
                     shrunk.insert(resource.clone(), Quantity(format_amount(&resource, half)));
                 }
             }
-            status.allocatable = Some(shrunk);
+            let _ = store.modify::<Node>(&NamespacedName::cluster(name.as_str()), |n| {
+                n.status.get_or_insert_with(Default::default).allocatable = Some(shrunk)
+            });
             faults.counts.nodes_shrunk += 1;
             clock.schedule(heal, Event::Fault(Disruption::Restore(name, before)));
         }
         Disruption::Restore(name, allocatable) => {
-            if let Some(i) = position(store, &name) {
-                store.objects.nodes[i]
-                    .status
-                    .get_or_insert_with(Default::default)
-                    .allocatable = Some(allocatable);
-            }
+            let _ = store.modify::<Node>(&NamespacedName::cluster(name.as_str()), |n| {
+                n.status.get_or_insert_with(Default::default).allocatable = Some(allocatable)
+            });
         }
         Disruption::ForeignPod(name) => {
             let Some(i) = position(store, &name) else {
                 return;
             };
-            let allocatable = store.objects.nodes[i]
+            let allocatable = store.objects().nodes[i]
                 .status
                 .as_ref()
                 .and_then(|s| s.allocatable.clone())
@@ -150,16 +152,14 @@ pub fn fire(
 
 fn position(store: &Store, node: &str) -> Option<usize> {
     store
-        .objects
-        .nodes
-        .iter()
-        .position(|n| n.metadata.name.as_deref() == Some(node))
+        .indexed()
+        .position::<Node>(&NamespacedName::cluster(node))
 }
 
 /// Σ requests (canonical units) of the pods occupying `node`.
 fn requested_on(store: &Store, node: &str) -> accounting::Res {
     let mut sum = accounting::Res::new();
-    for p in &store.objects.pods {
+    for p in &store.objects().pods {
         if node_of(p) == Some(node) && !is_terminal(p) {
             accounting::add(&mut sum, &accounting::pod_request(p));
         }

@@ -16,7 +16,7 @@ use super::stats::stats;
 use super::{Progress, SimError, SimOptions, nodes};
 use crate::cluster::Cluster;
 use crate::metrics::{EvictionRecord, FaultReport, SimMetrics, Summary};
-use crate::store::Watched;
+use volcano_api::WatchEvent;
 
 /// One run in progress.
 pub struct Engine<'a> {
@@ -93,15 +93,13 @@ impl<'a> Engine<'a> {
             engine.cluster.inject_faults(plan.clone());
             let Cluster { store, chaos, .. } = &mut engine.cluster;
             if let Some(chaos) = chaos.as_deref_mut() {
-                disruptions::schedule(&mut chaos.faults, &store.objects.nodes, &mut engine.clock);
+                disruptions::schedule(&mut chaos.faults, &store.objects().nodes, &mut engine.clock);
             }
         }
         let now = engine.clock.now();
         for name in initially_down {
             engine.kubelets.set_down(&name, true);
-            if let Some(n) = engine.node_mut(&name) {
-                nodes::mark_down(n, now);
-            }
+            engine.change_node(&name, |n| nodes::mark_down(n, now));
         }
         engine
     }
@@ -128,7 +126,7 @@ impl<'a> Engine<'a> {
                 self.last_session = Some(now);
                 self.session()?;
             }
-            self.records.check_bare(&self.cluster.store.objects, now);
+            self.records.check_bare(self.cluster.store.objects(), now);
             self.check_invariants();
             progress(&Progress {
                 now: now.0,
@@ -156,7 +154,7 @@ impl<'a> Engine<'a> {
                 None => break if self.opts.until.is_some() { cap } else { now },
                 Some(t) if t > cap => break cap,
                 Some(t) => {
-                    let objs = &self.cluster.store.objects;
+                    let objs = self.cluster.store.objects();
                     let (records, kubelets) = (&self.records, &self.kubelets);
                     self.sampler.sample_until(t, false, objs, records, kubelets);
                     self.clock.advance_to(t);
@@ -171,7 +169,7 @@ impl<'a> Engine<'a> {
         let keys: Vec<(String, String)> = self
             .cluster
             .store
-            .objects
+            .objects()
             .pods
             .iter()
             .map(|p| {
@@ -191,19 +189,19 @@ impl<'a> Engine<'a> {
         self.absorb(out);
     }
 
-    fn node_mut(
+    /// Changes a node as its kubelet or the node lifecycle would; whether it exists.
+    fn change_node(
         &mut self,
         name: &str,
-    ) -> Option<&mut volcano_api::k8s_openapi::api::core::v1::Node> {
+        change: impl FnOnce(&mut volcano_api::k8s_openapi::api::core::v1::Node),
+    ) -> bool {
         self.cluster
             .store
-            .objects
-            .nodes
-            .iter_mut()
-            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .modify(&volcano_api::NamespacedName::cluster(name), change)
+            .is_ok()
     }
 
-    fn fire(&mut self, event: Event, out: &mut Vec<Watched>) {
+    fn fire(&mut self, event: Event, out: &mut Vec<WatchEvent>) {
         let now = self.clock.now();
         match event {
             Event::Submit(i) => {
@@ -221,13 +219,13 @@ impl<'a> Engine<'a> {
                 self.kubelets.end(store, now, &p, outcome, out);
             }
             Event::Node(name, change) => {
-                let Some(node) = self.node_mut(&name) else {
-                    return;
-                };
-                match &change {
+                let exists = self.change_node(&name, |node| match &change {
                     NodeChange::Down => nodes::mark_down(node, now),
                     NodeChange::Up => nodes::mark_up(node, now),
                     NodeChange::Shrink(list) => nodes::shrink(node, list),
+                });
+                if !exists {
+                    return;
                 }
                 match change {
                     NodeChange::Down => {
@@ -258,12 +256,12 @@ impl<'a> Engine<'a> {
     fn check_invariants(&mut self) {
         let Cluster { store, chaos, .. } = &mut self.cluster;
         if let Some(chaos) = chaos.as_deref_mut() {
-            chaos.invariants.observe(&store.objects);
+            chaos.invariants.observe(store.objects());
             chaos.invariants.events(&store.events);
         }
     }
 
-    fn submit(&mut self, s: Submission, out: &mut Vec<Watched>) {
+    fn submit(&mut self, s: Submission, out: &mut Vec<WatchEvent>) {
         let now = self.clock.now();
         let store = &mut self.cluster.store;
         self.dirty = true;
@@ -290,13 +288,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Hands what the kubelets and submissions changed to the records and the controllers.
-    fn absorb(&mut self, out: Vec<Watched>) {
+    fn absorb(&mut self, out: Vec<WatchEvent>) {
         if out.is_empty() {
             return;
         }
         let now = self.clock.now();
         for w in &out {
-            if let Watched::Pod(old, new) = w {
+            if let WatchEvent::Pod(old, new) = w {
                 self.records
                     .pod_changed(old.as_deref(), new.as_deref(), now);
             }
@@ -371,7 +369,7 @@ impl<'a> Engine<'a> {
 
     fn finish(mut self, end: Instant) -> SimMetrics {
         let faults = self.cluster.chaos.take().map(|mut chaos| {
-            chaos.invariants.end(&self.cluster.store.objects);
+            chaos.invariants.end(self.cluster.store.objects());
             FaultReport {
                 seed: chaos.faults.plan().seed,
                 injected: chaos.faults.counts,
@@ -383,7 +381,7 @@ impl<'a> Engine<'a> {
                     .collect(),
             }
         });
-        let objects = &self.cluster.store.objects;
+        let objects = self.cluster.store.objects();
         let running = self
             .sampler
             .finish(end, objects, &self.records, &self.kubelets);

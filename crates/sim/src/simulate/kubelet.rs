@@ -20,7 +20,8 @@ use volcano_controllers::view::owning_job;
 use super::annotations::{Outcome, ending};
 use super::clock::{Clock, Event, PodRef};
 use super::plan::group_name;
-use crate::store::{Store, Watched};
+use crate::store::Store;
+use volcano_api::WatchEvent;
 
 /// A pod's phase (`Pending` when unset).
 pub fn phase(pod: &Pod) -> &str {
@@ -81,7 +82,7 @@ impl Kubelets {
         clock: &mut Clock,
         namespace: &str,
         name: &str,
-        out: &mut Vec<Watched>,
+        out: &mut Vec<WatchEvent>,
     ) {
         let Some(pod) = store.pod(namespace, name) else {
             return;
@@ -101,7 +102,13 @@ impl Kubelets {
     }
 
     /// The pod's containers are up: it runs, and its end is scheduled.
-    pub fn start(&self, store: &mut Store, clock: &mut Clock, p: &PodRef, out: &mut Vec<Watched>) {
+    pub fn start(
+        &self,
+        store: &mut Store,
+        clock: &mut Clock,
+        p: &PodRef,
+        out: &mut Vec<WatchEvent>,
+    ) {
         let Some(pod) = current(store, p) else { return };
         if phase(pod) != "Pending" {
             return;
@@ -134,7 +141,7 @@ impl Kubelets {
         now: Instant,
         p: &PodRef,
         outcome: Outcome,
-        out: &mut Vec<Watched>,
+        out: &mut Vec<WatchEvent>,
     ) {
         let Some(pod) = current(store, p) else { return };
         if phase(pod) != "Running" {
@@ -168,10 +175,10 @@ impl Kubelets {
         store: &mut Store,
         node: &str,
         now: Instant,
-        out: &mut Vec<Watched>,
+        out: &mut Vec<WatchEvent>,
     ) {
         let on_node: Vec<(String, String)> = store
-            .objects
+            .objects()
             .pods
             .iter()
             .filter(|p| node_of(p) == Some(node) && !is_terminal(p))
@@ -220,14 +227,14 @@ fn schedule_end(store: &Store, clock: &mut Clock, p: PodRef) {
 }
 
 fn pod_group<'s>(store: &'s Store, namespace: &str, name: &str) -> Option<&'s PodGroup> {
-    store.objects.pod_groups.iter().find(|g| {
+    store.objects().pod_groups.iter().find(|g| {
         g.metadata.namespace.as_deref() == Some(namespace)
             && g.metadata.name.as_deref() == Some(name)
     })
 }
 
 /// Marks a pod lost with its node.
-fn lose(store: &mut Store, ns: &str, name: &str, node: &str, now: Instant) -> Option<Watched> {
+fn lose(store: &mut Store, ns: &str, name: &str, node: &str, now: Instant) -> Option<WatchEvent> {
     let pod = store.pod(ns, name)?;
     let mut status = pod.status.clone().unwrap_or_default();
     status.phase = Some("Failed".to_string());

@@ -75,7 +75,7 @@ impl JobController {
         self.queue.done(key);
         self.queue.add_after(key.clone(), now.after(wait));
         new.then(|| Event {
-            object: format!("Job/{}/{}", key.0, key.1),
+            object: format!("Job/{}/{}", key.namespace, key.name),
             type_: volcano_api::event::EventType::Warning,
             reason: refusal.reason.to_string(),
             message: format!(

@@ -1,0 +1,307 @@
+//! The one indexed object store: the cluster as a process holds it.
+//!
+//! The simulator's embedded cluster and the runtime's watch cache both hold their objects
+//! here. Every change goes through [`ObjectStore::upsert`], [`ObjectStore::modify`],
+//! [`ObjectStore::delete`] or [`ObjectStore::reset`], each returning the owned
+//! [`WatchEvent`]s it caused, and (when journaling) keeping a copy for a follower that takes
+//! them in batches: the scheduler's incremental snapshot. Lookups by identity cost a hash
+//! probe; the controllers' queries (a Job's pods, a queue's PodGroups) are kept as indexes,
+//! so a controller turn borrows them instead of re-indexing the cluster.
+//!
+//! The objects keep the order they arrived in ([`Objects`] is what the scheduler and the
+//! controllers read, and its order breaks their ties), so removal shifts what follows.
+
+mod event;
+mod index;
+
+pub use event::WatchEvent;
+pub use index::{Index, owning_job, pod_group_queue};
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::batch::Job;
+use crate::bus::Command;
+use crate::object_ref::{NamespacedName, ObjectKind};
+use crate::scenario::Objects;
+use crate::scheduling::{PodGroup, Queue};
+
+/// A kind the store holds.
+pub trait Stored: Clone {
+    /// Its kind.
+    const KIND: ObjectKind;
+    /// Its metadata.
+    fn meta(&self) -> &ObjectMeta;
+    /// Its identity.
+    fn key(&self) -> NamespacedName {
+        NamespacedName::of_kind(Self::KIND, self.meta())
+    }
+    /// The group the controllers find it under (a pod under its Job, a PodGroup under its
+    /// queue), for the kinds that have one.
+    fn group(&self) -> Option<NamespacedName> {
+        None
+    }
+    /// The list of this kind in `objects`.
+    fn list(objects: &Objects) -> &[Self];
+    /// The list and the index of this kind in `store`, to change.
+    fn parts(store: &mut ObjectStore) -> (&mut Vec<Self>, &mut Index);
+    /// The index of this kind.
+    fn index(store: &ObjectStore) -> &Index;
+    /// The watch event of a change from `old` to `new`.
+    fn event(old: Option<Box<Self>>, new: Option<Box<Self>>) -> WatchEvent;
+}
+
+macro_rules! stored {
+    ($ty:ty, $kind:ident, $field:ident $(, $group:path)?) => {
+        impl Stored for $ty {
+            const KIND: ObjectKind = ObjectKind::$kind;
+            $(fn group(&self) -> Option<NamespacedName> {
+                $group(self)
+            })?
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn list(objects: &Objects) -> &[Self] {
+                &objects.$field
+            }
+            fn parts(store: &mut ObjectStore) -> (&mut Vec<Self>, &mut Index) {
+                (&mut store.objects.$field, &mut store.indexes.$field)
+            }
+            fn index(store: &ObjectStore) -> &Index {
+                &store.indexes.$field
+            }
+            fn event(old: Option<Box<Self>>, new: Option<Box<Self>>) -> WatchEvent {
+                WatchEvent::$kind(old, new)
+            }
+        }
+    };
+}
+
+stored!(Pod, Pod, pods, index::pod_group_key);
+stored!(Node, Node, nodes);
+stored!(PodGroup, PodGroup, pod_groups, index::queue_group_key);
+stored!(Queue, Queue, queues);
+stored!(Job, Job, jobs);
+stored!(PriorityClass, PriorityClass, priority_classes);
+stored!(Command, Command, commands);
+
+/// One index per kind.
+#[derive(Debug, Clone, Default)]
+struct Indexes {
+    pods: Index,
+    nodes: Index,
+    pod_groups: Index,
+    queues: Index,
+    jobs: Index,
+    priority_classes: Index,
+    commands: Index,
+}
+
+/// The objects, indexed (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct ObjectStore {
+    objects: Objects,
+    indexes: Indexes,
+    /// Every event since the last [`ObjectStore::take_journal`], when journaling.
+    journal: Option<Vec<WatchEvent>>,
+}
+
+impl ObjectStore {
+    /// A store holding `objects`, in their order. Of two objects with one identity the later
+    /// wins the index (a scenario's loader refuses duplicates before this).
+    pub fn new(objects: Objects) -> Self {
+        let mut store = ObjectStore {
+            objects,
+            ..Default::default()
+        };
+        store.reindex_all();
+        store
+    }
+
+    /// The same store, keeping a journal of its events from now on.
+    pub fn journaling(mut self) -> Self {
+        self.journal = Some(Vec::new());
+        self
+    }
+
+    /// The objects, in order.
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// Takes the objects out, leaving the store empty.
+    pub fn into_objects(self) -> Objects {
+        self.objects
+    }
+
+    /// The events since the last call, oldest first; empty when not journaling.
+    pub fn take_journal(&mut self) -> Vec<WatchEvent> {
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// An object by identity.
+    pub fn get<K: Stored>(&self, key: &NamespacedName) -> Option<&K> {
+        K::index(self)
+            .position(key)
+            .and_then(|i| K::list(&self.objects).get(i))
+    }
+
+    /// Where an object sits in its kind's list.
+    pub fn position<K: Stored>(&self, key: &NamespacedName) -> Option<usize> {
+        K::index(self).position(key)
+    }
+
+    /// Whether an object of this kind and identity is held.
+    pub fn contains<K: Stored>(&self, key: &NamespacedName) -> bool {
+        K::index(self).position(key).is_some()
+    }
+
+    /// The pods a Job owns, in the store's order.
+    pub fn pods_of_job(&self, namespace: &str, job: &str) -> Vec<&Pod> {
+        self.in_order(self.indexes.pods.owned_by(namespace, job), |o| &o.pods)
+    }
+
+    /// The PodGroups of a queue, in the store's order.
+    pub fn pod_groups_in_queue(&self, queue: &str) -> Vec<&PodGroup> {
+        self.in_order(self.indexes.pod_groups.owned_by("", queue), |o| {
+            &o.pod_groups
+        })
+    }
+
+    fn in_order<'s, K>(
+        &'s self,
+        positions: impl Iterator<Item = usize>,
+        list: impl Fn(&'s Objects) -> &'s Vec<K>,
+    ) -> Vec<&'s K> {
+        let mut at: Vec<usize> = positions.collect();
+        at.sort_unstable();
+        let list = list(&self.objects);
+        at.into_iter().filter_map(|i| list.get(i)).collect()
+    }
+
+    fn record(&mut self, event: &WatchEvent) {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.push(event.clone());
+        }
+    }
+
+    /// Creates `obj`, or replaces the object of its identity; the event.
+    pub fn upsert<K: Stored>(&mut self, obj: K) -> WatchEvent {
+        let key = obj.key();
+        let (list, index) = K::parts(self);
+        let event = match index.position(&key) {
+            Some(i) => {
+                index.forget(i, &list[i]);
+                let old = std::mem::replace(&mut list[i], obj.clone());
+                index.remember(key, i, &list[i]);
+                K::event(Some(Box::new(old)), Some(Box::new(obj)))
+            }
+            None => {
+                index.remember(key, list.len(), &obj);
+                list.push(obj.clone());
+                K::event(None, Some(Box::new(obj)))
+            }
+        };
+        self.record(&event);
+        event
+    }
+
+    /// Creates `obj` unless its identity is taken (as a create answered AlreadyExists
+    /// changes nothing); the event, if it was created.
+    pub fn create<K: Stored>(&mut self, obj: K) -> Option<WatchEvent> {
+        if self.contains::<K>(&obj.key()) {
+            return None;
+        }
+        Some(self.upsert(obj))
+    }
+
+    /// Changes an object in place; the event, or `None` when it is not held. The change
+    /// must keep the object's identity.
+    pub fn modify<K: Stored>(
+        &mut self,
+        key: &NamespacedName,
+        change: impl FnOnce(&mut K),
+    ) -> Option<WatchEvent> {
+        let (list, index) = K::parts(self);
+        let i = index.position(key)?;
+        let old = list[i].clone();
+        index.forget(i, &old);
+        change(&mut list[i]);
+        index.remember(key.clone(), i, &list[i]);
+        let event = K::event(Some(Box::new(old)), Some(Box::new(list[i].clone())));
+        self.record(&event);
+        Some(event)
+    }
+
+    /// Deletes an object; the event, or `None` when it is not held.
+    pub fn delete<K: Stored>(&mut self, key: &NamespacedName) -> Option<WatchEvent> {
+        let (list, index) = K::parts(self);
+        let i = index.position(key)?;
+        index.forget(i, &list[i]);
+        let gone = list.remove(i);
+        index.shifted(list, i);
+        let event = K::event(Some(Box::new(gone)), None);
+        self.record(&event);
+        Some(event)
+    }
+
+    /// Deletes every object of this kind that `doomed` picks; their events, in order.
+    pub fn delete_where<K: Stored>(&mut self, doomed: impl Fn(&K) -> bool) -> Vec<WatchEvent> {
+        let (list, index) = K::parts(self);
+        let (gone, kept): (Vec<K>, Vec<K>) = std::mem::take(list).into_iter().partition(doomed);
+        *list = kept;
+        if gone.is_empty() {
+            return Vec::new();
+        }
+        index.rebuild(list);
+        let events: Vec<WatchEvent> = gone
+            .into_iter()
+            .map(|o| K::event(Some(Box::new(o)), None))
+            .collect();
+        for e in &events {
+            self.record(e);
+        }
+        events
+    }
+
+    /// Replaces every object of this kind with `objs`, as a relist does: the events of what
+    /// was added, changed (by `same` judged different) or went away.
+    pub fn reset<K: Stored>(
+        &mut self,
+        objs: Vec<K>,
+        same: impl Fn(&K, &K) -> bool,
+    ) -> Vec<WatchEvent> {
+        let listed: HashSet<NamespacedName> = objs.iter().map(Stored::key).collect();
+        let mut events = self.delete_where::<K>(|o| !listed.contains(&o.key()));
+        for obj in objs {
+            let unchanged = self
+                .get::<K>(&obj.key())
+                .is_some_and(|held| same(held, &obj));
+            if !unchanged {
+                events.push(self.upsert(obj));
+            }
+        }
+        events
+    }
+
+    fn reindex_all(&mut self) {
+        let o = &self.objects;
+        let ix = &mut self.indexes;
+        ix.pods.rebuild(&o.pods);
+        ix.nodes.rebuild(&o.nodes);
+        ix.pod_groups.rebuild(&o.pod_groups);
+        ix.queues.rebuild(&o.queues);
+        ix.jobs.rebuild(&o.jobs);
+        ix.priority_classes.rebuild(&o.priority_classes);
+        ix.commands.rebuild(&o.commands);
+    }
+}
+
+#[cfg(test)]
+mod tests;

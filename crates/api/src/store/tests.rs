@@ -1,0 +1,113 @@
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use super::*;
+use crate::scheduling::{PodGroup, PodGroupSpec};
+
+fn pod(name: &str, job: Option<&str>) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            owner_references: job.map(|j| {
+                vec![OwnerReference {
+                    api_version: "batch.volcano.sh/v1alpha1".into(),
+                    kind: "Job".into(),
+                    name: j.into(),
+                    uid: format!("uid-{j}"),
+                    controller: Some(true),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn pod_group(name: &str, queue: &str) -> PodGroup {
+    PodGroup {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        spec: PodGroupSpec {
+            queue: queue.into(),
+            ..Default::default()
+        },
+        status: None,
+    }
+}
+
+fn names(pods: &[&Pod]) -> Vec<String> {
+    pods.iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn a_deleted_object_leaves_the_others_in_order_and_findable() {
+    let mut store = ObjectStore::default();
+    for (n, j) in [("a", "j1"), ("b", "j2"), ("c", "j1"), ("d", "j1")] {
+        store.upsert(pod(n, Some(j)));
+    }
+    assert!(
+        store
+            .delete::<Pod>(&NamespacedName::new("ns", "b"))
+            .is_some()
+    );
+    let order: Vec<_> = store
+        .objects()
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        order,
+        [Some("a".into()), Some("c".into()), Some("d".into())]
+    );
+    assert!(store.get::<Pod>(&NamespacedName::new("ns", "d")).is_some());
+    assert_eq!(names(&store.pods_of_job("ns", "j1")), ["a", "c", "d"]);
+    assert!(store.pods_of_job("ns", "j2").is_empty());
+    assert!(
+        store
+            .delete::<Pod>(&NamespacedName::new("ns", "b"))
+            .is_none()
+    );
+}
+
+#[test]
+fn a_pod_group_moved_to_another_queue_is_found_there_only() {
+    let mut store = ObjectStore::new(Objects {
+        pod_groups: vec![pod_group("g1", ""), pod_group("g2", "q")],
+        ..Default::default()
+    });
+    assert_eq!(store.pod_groups_in_queue("default").len(), 1);
+    store.modify::<PodGroup>(&NamespacedName::new("ns", "g1"), |pg| {
+        pg.spec.queue = "q".into()
+    });
+    assert!(store.pod_groups_in_queue("default").is_empty());
+    assert_eq!(store.pod_groups_in_queue("q").len(), 2);
+}
+
+#[test]
+fn the_journal_holds_every_event_once_and_reset_reports_only_differences() {
+    let mut store = ObjectStore::default().journaling();
+    store.upsert(pod("a", None));
+    assert!(
+        store.create(pod("a", None)).is_none(),
+        "a create of a held name changes nothing"
+    );
+    store.upsert(pod("b", None));
+    assert_eq!(store.take_journal().len(), 2);
+    let events = store.reset(vec![pod("b", None), pod("c", None)], |x, y| x == y);
+    let changed: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.object())
+        .map(|o| o.to_string())
+        .collect();
+    assert_eq!(changed, ["Pod ns/a", "Pod ns/c"]);
+    assert_eq!(store.take_journal().len(), 2);
+    assert!(store.take_journal().is_empty());
+}

@@ -1,0 +1,123 @@
+use std::path::Path;
+
+use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use volcano_api::scenario::load_str;
+
+use super::*;
+
+const CLUSTER: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pg, namespace: ns}
+spec: {minMember: 1}
+status: {phase: Inqueue}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: good, namespace: ns, annotations: {scheduling.k8s.io/group-name: pg}}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bad, namespace: ns, annotations: {scheduling.k8s.io/group-name: pg}}
+spec:
+  schedulerName: volcano
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"#;
+
+fn objects() -> Objects {
+    match load_str(Path::new("cycle.yaml"), CLUSTER) {
+        Ok(s) => s.objects,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn without_the_implicit_queues_a_session_still_runs_and_binds() {
+    let objs = objects();
+    assert!(objs.queues.is_empty());
+    let mut cycle = SchedulingCycle::new(CacheOptions::default());
+    let prepared = match cycle.prepare(&objs) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(prepared.source, SnapshotSource::Rebuilt);
+    let d = prepared.run(
+        &SchedulerConf::default_conf(),
+        SessionOptions::default(),
+        &mut Unobserved,
+    );
+    assert_eq!(d.binds.len(), 2, "{:?}", d.unschedulable);
+}
+
+#[test]
+fn an_unreadable_pod_is_left_out_by_name_and_the_others_are_scheduled() {
+    let mut objs = objects();
+    let bad = objs
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some("bad"));
+    if let Some(spec) = bad.and_then(|p| p.spec.as_mut()) {
+        let requests = spec.containers[0]
+            .resources
+            .get_or_insert_with(Default::default)
+            .requests
+            .get_or_insert_with(Default::default);
+        requests.insert("cpu".into(), Quantity("lots".into()));
+    }
+    let mut cycle = SchedulingCycle::new(CacheOptions::default());
+    let prepared = match cycle.prepare(&objs) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let left: Vec<String> = prepared
+        .left_out
+        .iter()
+        .map(|e| e.object.to_string())
+        .collect();
+    assert_eq!(left, ["Pod ns/bad"]);
+    let d = prepared.run(
+        &SchedulerConf::default_conf(),
+        SessionOptions::default(),
+        &mut Unobserved,
+    );
+    assert_eq!(d.binds.len(), 1);
+    assert_eq!(d.binds[0].0, "ns/good");
+}
+
+#[test]
+fn a_followed_change_is_served_from_the_kept_snapshot() {
+    let mut objs = objects();
+    objs.queues.push(implicit_queue(keys::ROOT_QUEUE));
+    objs.queues.push(implicit_queue(keys::DEFAULT_QUEUE));
+    let mut cycle = SchedulingCycle::new(CacheOptions::default());
+    let first = cycle.prepare(&objs).map(|p| p.source);
+    assert_eq!(first, Ok(SnapshotSource::Rebuilt));
+    let old = objs.pods[0].clone();
+    if let Some(spec) = objs.pods[0].spec.as_mut() {
+        spec.node_name = Some("n1".into());
+    }
+    cycle.follow(&WatchEvent::Pod(
+        Some(Box::new(old)),
+        Some(Box::new(objs.pods[0].clone())),
+    ));
+    let second = match cycle.prepare(&objs) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(second.source, SnapshotSource::Kept);
+    let bound = second
+        .snapshot
+        .tasks
+        .iter()
+        .filter(|t| t.node.is_some())
+        .count();
+    assert_eq!(bound, 1);
+}

@@ -1,0 +1,127 @@
+//! A session's decisions written to the store, as the API server would take the scheduler's
+//! writes: each pod a decision touches is changed once (bound, nominated, its
+//! `PodScheduled` condition, its GPU devices) or deleted (evicted; frozen time makes the
+//! termination instant), PodGroup status and queue `allocated` are written where they moved.
+//! Every change is an ordinary store change, so the scheduler's cache follows it from the
+//! journal like any other.
+
+use std::collections::{BTreeMap, HashMap};
+
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::{NamespacedName, WatchEvent};
+use volcano_scheduler::cache::{bind_pod, nominate_pod, set_gpu_devices, set_pod_scheduled};
+use volcano_scheduler::framework::{Decisions, PodUnschedulable};
+
+use crate::store::Store;
+
+/// What the decisions do to one pod.
+#[derive(Default)]
+struct PodWrites<'d> {
+    bind: Option<&'d str>,
+    nominate: Option<&'d str>,
+    condition: Option<&'d PodUnschedulable>,
+    devices: Option<&'d str>,
+    evict: bool,
+}
+
+/// A decision's `namespace/name` (the scheduler writes pods without a namespace in `default`).
+fn decided(k: &str) -> NamespacedName {
+    match k.split_once('/') {
+        Some((ns, name)) => NamespacedName::new(ns, name),
+        None => NamespacedName::new(volcano_api::object_ref::DEFAULT_NAMESPACE, k),
+    }
+}
+
+/// Applies `d` to the store; the watch events the controllers are to see: the pods touched
+/// (those still there in store order, then the evicted by name), then the PodGroups whose
+/// status moved. Queue `allocated` changes go to the journal only: no controller follows them.
+pub fn apply_decisions(store: &mut Store, d: &Decisions) -> Vec<WatchEvent> {
+    let mut pods: HashMap<NamespacedName, PodWrites<'_>> = HashMap::new();
+    for (p, n) in &d.binds {
+        pods.entry(decided(p)).or_default().bind = Some(n);
+    }
+    for (p, n) in &d.nominated {
+        pods.entry(decided(p)).or_default().nominate = Some(n);
+    }
+    for c in &d.pod_conditions {
+        pods.entry(decided(&c.key)).or_default().condition = Some(c);
+    }
+    for (p, v) in &d.gpu_devices {
+        pods.entry(decided(p)).or_default().devices = Some(v);
+    }
+    for p in &d.evictions {
+        pods.entry(decided(p)).or_default().evict = true;
+    }
+    let mut kept: Vec<(usize, &NamespacedName)> = Vec::new();
+    let mut evicted: BTreeMap<String, &NamespacedName> = BTreeMap::new();
+    for (key, w) in &pods {
+        let Some(at) = store.indexed().position::<Pod>(key) else {
+            continue;
+        };
+        if w.evict {
+            evicted.insert(key.to_string(), key);
+        } else if w.bind.is_some() || w.nominate.is_some() || w.condition.is_some() {
+            kept.push((at, key));
+        }
+    }
+    kept.sort_unstable();
+    let mut watched = Vec::new();
+    for (_, key) in kept {
+        let w = &pods[key];
+        let changed = store.modify::<Pod>(key, |p| {
+            if let Some(n) = w.bind {
+                bind_pod(p, n);
+            }
+            if let Some(n) = w.nominate {
+                nominate_pod(p, n);
+            }
+            if let Some(c) = w.condition {
+                set_pod_scheduled(p, c);
+            }
+            if let Some(v) = w.devices {
+                set_gpu_devices(p, v);
+            }
+        });
+        watched.extend(changed.ok());
+    }
+    for key in evicted.values() {
+        watched.extend(store.delete::<Pod>(key).ok());
+    }
+    let statuses: HashMap<NamespacedName, _> = d
+        .pod_groups
+        .iter()
+        .map(|u| (decided(&u.key), &u.status))
+        .collect();
+    let mut moved: Vec<(usize, &NamespacedName)> = statuses
+        .iter()
+        .filter_map(|(key, status)| {
+            let pg = store.indexed().get::<PodGroup>(key)?;
+            let at = store.indexed().position::<PodGroup>(key)?;
+            (pg.status.as_ref() != Some(*status)).then_some((at, key))
+        })
+        .collect();
+    moved.sort_unstable();
+    for (_, key) in moved {
+        let status = statuses[key].clone();
+        watched.extend(
+            store
+                .modify::<PodGroup>(key, |pg| pg.status = Some(status))
+                .ok(),
+        );
+    }
+    for q in &d.queues {
+        let key = NamespacedName::cluster(q.name.as_str());
+        let unchanged = store.indexed().get::<Queue>(&key).is_some_and(|held| {
+            held.status.as_ref().and_then(|s| s.allocated.as_ref()) == Some(&q.allocated)
+        });
+        if !unchanged {
+            let _ = store.modify::<Queue>(&key, |held| {
+                held.status.get_or_insert_with(Default::default).allocated =
+                    Some(q.allocated.clone());
+            });
+        }
+    }
+    store.events.extend(d.events.iter().cloned());
+    watched
+}
