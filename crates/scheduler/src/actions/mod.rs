@@ -9,7 +9,7 @@ mod nodes;
 mod preempt;
 mod reclaim;
 
-pub use enqueue::NOT_ENQUEUED;
+pub use crate::framework::conditions::NOT_ENQUEUED;
 
 use crate::framework::Session;
 

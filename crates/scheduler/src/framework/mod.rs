@@ -3,7 +3,9 @@
 //! and the decisions a session closes with.
 
 pub mod close;
+pub mod conditions;
 mod dispatch;
+pub mod pending;
 mod plugin;
 mod priority_queue;
 pub mod report;
@@ -11,8 +13,9 @@ mod session;
 pub mod signals;
 mod statement;
 
-pub use close::{Decisions, Event, EventType, Unschedulable, Unwritten};
-pub use plugin::{Plugin, PluginSlot, Verdict, Vote};
+pub use close::{Decisions, Unschedulable, Unwritten};
+pub use conditions::{Event, EventType};
+pub use plugin::{Plugin, PluginSlot, QueueShare, Verdict, Vote};
 pub use priority_queue::PriorityQueue;
 pub use session::{Session, SessionError, SessionOptions};
 pub use signals::{

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
 use crate::model::{JobId, NodeId, QueueId, Snapshot, TaskId};
+use crate::resource::Resource;
 
 /// A plugin's vote on a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,21 @@ impl Verdict {
             reason: Some(reason.into()),
         }
     }
+}
+
+/// A share-keeping plugin's view of one queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueShare {
+    /// What the queue should get when the cluster is contended.
+    pub deserved: Resource,
+    /// The most the queue may hold now.
+    pub real_capability: Resource,
+    /// `allocated` + Σ request of pending tasks.
+    pub request: Resource,
+    /// Reserved by admitted jobs and not yet used.
+    pub inqueue: Resource,
+    /// max over deserved dimensions of allocated/deserved.
+    pub share: f64,
 }
 
 /// A scheduling plugin. Queries take the snapshot read-only; event handlers keep the plugin's
@@ -153,7 +169,7 @@ pub trait Plugin: Send {
     }
     /// The plugin's view of queue `q` for metrics (`proportion`, `capacity`); never consulted
     /// for a decision.
-    fn queue_share(&self, s: &Snapshot, q: QueueId) -> Option<super::report::QueueShare> {
+    fn queue_share(&self, s: &Snapshot, q: QueueId) -> Option<QueueShare> {
         None
     }
     /// The job's share for metrics (`drf`); never consulted for a decision.

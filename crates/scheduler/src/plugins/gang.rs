@@ -6,10 +6,8 @@ use std::collections::BTreeMap;
 
 use volcano_api::scheduling::PodGroupCondition;
 
-use crate::framework::close::{
-    NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, largest_node,
-    satisfied_by_releasing,
-};
+use crate::framework::conditions::{NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE};
+use crate::framework::pending::{gang_unschedulable, largest_node, satisfied_by_releasing};
 use crate::framework::{Plugin, Vote};
 use crate::model::{JobId, Snapshot, TaskId, TaskStatus};
 
