@@ -19,7 +19,7 @@ mod statement;
 
 pub use close::{Decisions, Unschedulable, Unwritten};
 pub use conditions::{Event, EventType};
-pub use plugin::{Plugin, PluginSlot, QueueShare, Verdict, Vote};
+pub use plugin::{EvictionUnit, Plugin, PluginSlot, QueueShare, Verdict, Vote};
 pub use priority_queue::PriorityQueue;
 pub use session::{PluginBuilder, Session, SessionError, SessionOptions};
 pub use signals::{

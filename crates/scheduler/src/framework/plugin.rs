@@ -61,6 +61,9 @@ pub struct QueueShare {
     pub share: f64,
 }
 
+/// Victims evicted together: one pod, or pods of one gang that may only go all at once.
+pub type EvictionUnit = Vec<TaskId>;
+
 /// A scheduling plugin. Queries take the snapshot read-only; event handlers keep the plugin's
 /// own accounting in step with every allocation and deallocation, including those a statement
 /// later undoes.
@@ -151,6 +154,20 @@ pub trait Plugin: Send {
     /// `reclaimable` answer then bounds every reclaim, whichever tier decides.
     fn keeps_queue_shares(&self) -> bool {
         false
+    }
+    /// Whether `victim` must never be evicted, whatever the tiers chose. Asked of every
+    /// plugin with the eviction's extension point on (`enablePreemptable` or
+    /// `enableReclaimable`), not only of the tier that chose, so a rule such as
+    /// `conformance`'s holds even when an earlier tier abstains and a later one decides.
+    fn protects_victim(&self, s: &Snapshot, victim: TaskId) -> bool {
+        false
+    }
+    /// The tiers' `victims` (in eviction order, protected ones already left out) as the
+    /// eviction units this plugin's rule allows, in eviction order; victims in no unit are
+    /// spared. `None` leaves one unit per victim. Asked whatever the tiers chose, as
+    /// [`Plugin::protects_victim`] is; the first plugin in tier order that answers decides.
+    fn victim_units(&self, s: &Snapshot, victims: &[TaskId]) -> Option<Vec<EvictionUnit>> {
+        None
     }
     /// Whether queue `q` may reclaim resources for task `t`.
     fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {
