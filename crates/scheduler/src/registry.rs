@@ -86,3 +86,37 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{CacheOptions, build_snapshot};
+
+    fn empty_snapshot() -> Snapshot {
+        build_snapshot(&volcano_api::Objects::default(), &CacheOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn plugins_are_built_and_actions_run_inside_their_observers_in_order() {
+        let text = "actions: enqueue, allocate, backfill, preempt, reclaim\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n";
+        let (conf, _) = SchedulerConf::parse(text).unwrap();
+        let mut built = Vec::new();
+        let mut ssn = Session::open_observed(
+            empty_snapshot(),
+            &conf,
+            SessionOptions::default(),
+            &mut |name, build| {
+                build();
+                built.push(name.to_string());
+            },
+        );
+        assert_eq!(built, ["priority", "gang", "drf"]);
+        let mut ran = Vec::new();
+        ssn.run_actions_observed(&mut |action: ActionKind, run: &mut dyn FnMut()| {
+            run();
+            ran.push(action);
+        });
+        assert_eq!(ran, ActionKind::ALL);
+        assert_eq!(ssn.action, Some(ActionKind::Reclaim));
+    }
+}
