@@ -2,7 +2,7 @@
 //! submodules of any module (`framework`'s in particular), so the framework can be read and
 //! tested without the plugins and actions built on it.
 
-#[path = "../../testkit/src/module_layers.rs"]
+#[path = "../../testkit/src/module_layers/mod.rs"]
 #[allow(dead_code)]
 mod module_layers;
 
