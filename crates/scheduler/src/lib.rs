@@ -2,6 +2,11 @@
 //! library. Input: a [`model::Snapshot`] and a [`conf::SchedulerConf`]. Output:
 //! [`framework::Decisions`]. No clock, no network, no randomness: the same input always gives
 //! the same decisions.
+//!
+//! Modules form layers, each naming only those below it: `resource`, `conf`, `fit` and `model`
+//! at the bottom; the `framework` (sessions, tiers, statements) on them; `plugins` and
+//! `actions` on the framework, neither naming the other; `cache` beside them; and the
+//! [`registry`], which alone knows every plugin and action by its kind, on top.
 
 pub mod actions;
 pub mod cache;
@@ -11,6 +16,7 @@ pub mod fit;
 pub mod framework;
 pub mod model;
 pub mod plugins;
+pub mod registry;
 pub mod resource;
 
 use framework::{Decisions, Session, SessionOptions};

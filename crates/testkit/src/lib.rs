@@ -11,11 +11,13 @@
 //!   permissions of one of its ServiceAccounts.
 //! - [`kubelet`]: nodes whose kubelets act through the API: bound pods start, run and end, and
 //!   a pod deleted gracefully is confirmed gone, as a real kubelet does.
+//! - [`module_layers`]: the circles among a crate's modules, read from its sources.
 
 pub mod assets;
 pub mod control_plane;
 pub mod install;
 pub mod kubelet;
+pub mod module_layers;
 mod process;
 
 pub use assets::Assets;

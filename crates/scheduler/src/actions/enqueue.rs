@@ -3,10 +3,8 @@
 
 use super::job_queues::JobQueues;
 use crate::framework::Session;
+use crate::framework::conditions::NOT_ENQUEUED;
 use crate::model::PgPhase;
-
-/// Reason recorded for a job that enqueue did not admit.
-pub const NOT_ENQUEUED: &str = "NotEnqueued";
 
 /// Runs enqueue.
 pub fn execute(ssn: &mut Session) {

@@ -12,7 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use crate::framework::{PriorityQueue, Session, Statement};
+use crate::framework::{EvictionUnit, PriorityQueue, Session, Statement};
 use crate::model::{JobId, NodeId, TaskId, TaskStatus};
 
 /// Which action is evicting: decides the reason text and the ping-pong check.
@@ -109,7 +109,7 @@ fn reason(ssn: &Session, mode: Mode, preemptor: TaskId, node: NodeId) -> String 
 }
 
 /// Victims evicted together: one pod, or every running pod of a gang that cannot lose fewer.
-pub type Unit = Vec<TaskId>;
+pub type Unit = EvictionUnit;
 
 /// Tries to place `preemptor` on `node` by evicting some of `units` (already filtered by the
 /// plugins and the guards, in eviction order). On success returns a statement holding the
@@ -366,11 +366,12 @@ fn would_take_back(ssn: &mut Session, mode: Mode, victim: TaskId, preemptor: Tas
 /// tiers' answer but never lets it do that:
 /// - `preempt` never evicts a pod of equal or higher priority than its preemptor (job priority
 ///   between jobs, task priority within one);
-/// - when `conformance` is enabled for this kind of eviction, no critical pod is a victim;
-/// - when `gang` is enabled for this kind of eviction, a running gang loses only pods above
-///   its `minMember`, or all of its running pods at once when every one of them is a victim
-///   here (a single-pod job, a gang packed on this node). A configuration that leaves `gang`
-///   out of victim selection, as some of Volcano's own tests do, gets one unit per pod.
+/// - then every plugin enabled for this kind of eviction guards the victims, whichever tier
+///   chose them ([`Session::guard_victims`]): `conformance` protects critical pods, `gang`
+///   lets a running gang lose only pods above its `minMember`, or all of its running pods at
+///   once when every one of them is a victim here (a single-pod job, a gang packed on this
+///   node). A configuration that leaves `gang` out of victim selection, as some of Volcano's
+///   own tests do, gets one unit per pod.
 pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>) -> Vec<Unit> {
     let s = &ssn.snap;
     let p = s.task(preemptor);
@@ -386,43 +387,10 @@ pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>)
             }
         })
         .collect();
-    let enabled = |name: &str| match mode {
-        Mode::Preempt => ssn.plugin_enabled(name, |f| f.preemptable),
-        Mode::Reclaim => ssn.plugin_enabled(name, |f| f.reclaimable),
-    };
-    let victims: Vec<TaskId> = if enabled("conformance") {
-        victims
-            .into_iter()
-            .filter(|&v| !crate::plugins::is_critical(s, v))
-            .collect()
-    } else {
-        victims
-    };
-    let keep_gangs = enabled("gang");
-    if !keep_gangs {
-        return victims.into_iter().map(|v| vec![v]).collect();
+    match mode {
+        Mode::Preempt => ssn.guard_victims(|f| f.preemptable, victims),
+        Mode::Reclaim => ssn.guard_victims(|f| f.reclaimable, victims),
     }
-    // gang's own rule picks the victims; a gang it takes whole (it could spare none) is one
-    // unit, kept at the position of its first member.
-    let victims = crate::plugins::gang_safe_victims(s, &victims);
-    let mut units: Vec<Unit> = Vec::new();
-    let mut whole: HashMap<JobId, usize> = HashMap::new();
-    for v in victims {
-        let taken_whole = s.task(v).job.filter(|&j| {
-            let job = s.job(j);
-            i64::from(job.ready_task_num()) <= i64::from(job.min_available)
-        });
-        match taken_whole.and_then(|j| whole.get(&j).copied()) {
-            Some(at) => units[at].push(v),
-            None => {
-                if let Some(j) = taken_whole {
-                    whole.insert(j, units.len());
-                }
-                units.push(vec![v]);
-            }
-        }
-    }
-    units
 }
 
 /// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason

@@ -9,20 +9,20 @@ mod nodes;
 mod preempt;
 mod reclaim;
 
-pub use enqueue::NOT_ENQUEUED;
+pub use crate::framework::conditions::NOT_ENQUEUED;
 
+use crate::conf::ActionKind;
 use crate::framework::Session;
 
-/// Runs the action `name`; names were checked when the configuration was parsed.
-pub fn run(name: &str, ssn: &mut Session) {
-    ssn.action.clear();
-    ssn.action.push_str(name);
-    match name {
-        "enqueue" => enqueue::execute(ssn),
-        "allocate" => allocate::execute(ssn),
-        "backfill" => backfill::execute(ssn),
-        "preempt" => preempt::execute(ssn),
-        "reclaim" => reclaim::execute(ssn),
-        _ => {}
+/// Runs the action `kind` over the session. [`Session::run_actions`] runs them all; a runtime
+/// that times each one calls [`Session::run_actions_observed`].
+pub fn run(kind: &ActionKind, ssn: &mut Session) {
+    ssn.action = Some(*kind);
+    match kind {
+        ActionKind::Enqueue => enqueue::execute(ssn),
+        ActionKind::Allocate => allocate::execute(ssn),
+        ActionKind::Backfill => backfill::execute(ssn),
+        ActionKind::Preempt => preempt::execute(ssn),
+        ActionKind::Reclaim => reclaim::execute(ssn),
     }
 }

@@ -6,24 +6,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
+use super::conditions::{FAILED_SCHEDULING, NOT_ENQUEUED, PodUnschedulable};
+use super::pending::job_detail;
 use super::report::QueueReport;
 use super::session::Session;
-use super::signals::{FAILED_SCHEDULING, PodUnschedulable};
-use crate::actions::NOT_ENQUEUED;
 use crate::model::{JobId, PgPhase, Snapshot, TaskStatus};
 use crate::resource::Resource;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-/// Condition type of a gang that could not be scheduled.
-pub const UNSCHEDULABLE: &str = "Unschedulable";
-/// Condition type of a gang that is ready.
-pub const SCHEDULED: &str = "Scheduled";
-/// Event reason on an evicted pod.
-pub const EVICT: &str = "Evict";
-/// Condition reason when resources are short.
-pub const NOT_ENOUGH_RESOURCES: &str = "NotEnoughResources";
-
-pub use volcano_api::event::{Event, EventType};
+pub use super::conditions::{
+    EVICT, Event, EventType, NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE,
+};
+pub use super::pending::{gang_unschedulable, largest_node, satisfied_by_releasing};
 
 /// Why a PodGroup is not fully scheduled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,147 +136,6 @@ pub struct Unwritten {
     pub evictions: BTreeSet<String>,
     /// Pods whose `PodScheduled` condition write failed.
     pub pod_conditions: BTreeSet<String>,
-}
-
-/// Number of tasks that count as schedulable for the gang message: ready ones plus pending
-/// ones whose last transaction placed them, even if it was undone.
-fn schedulable_num(s: &Snapshot, j: JobId) -> i64 {
-    let job = s.job(j);
-    let tentative = job
-        .tasks
-        .iter()
-        .filter(|&&t| s.task(t).status == TaskStatus::Pending && s.task(t).last_tx_allocated)
-        .count();
-    i64::from(job.ready_task_num()) + tentative as i64
-}
-
-/// What kept the job's tasks off the nodes, in one line, with the reason to report. A task
-/// that no node could hold even empty is named first, whatever else the session found
-/// (queue share, admission): no quota or share would ever let it run.
-fn job_detail(s: &Snapshot, j: JobId, largest: &Resource) -> (String, String) {
-    let job = s.job(j);
-    if let Some(msg) = never_fits(s, j, largest) {
-        return (NOT_ENOUGH_RESOURCES.to_string(), msg);
-    }
-    if let Some((reason, msg)) = &job.job_fit_error {
-        return (reason.clone(), msg.clone());
-    }
-    let reason = NOT_ENOUGH_RESOURCES.to_string();
-    let mut messages: Vec<String> = Vec::new();
-    for fe in job.fit_errors.values() {
-        let m = fe.message(&s.dims);
-        if !messages.contains(&m) {
-            messages.push(m);
-        }
-    }
-    if messages.is_empty() {
-        let pending = job.count(TaskStatus::Pending);
-        let pipelined = job.count(TaskStatus::Pipelined);
-        let m = if pipelined > 0 {
-            format!("{pipelined} task(s) pipelined, waiting for resources being released")
-        } else if job.tasks.is_empty() {
-            "the PodGroup has no pods yet".to_string()
-        } else {
-            format!("{pending} task(s) pending, not tried in this session")
-        };
-        return (reason, m);
-    }
-    (reason, messages.join("; "))
-}
-
-/// The most of each resource any one node offers (its allocatable), for telling a task that
-/// waits for room from one that no node could ever hold.
-pub fn largest_node(s: &Snapshot) -> Resource {
-    let mut largest = s.dims.zero();
-    for n in &s.nodes {
-        for (d, v) in n.allocatable.iter() {
-            if v > largest.get(d) {
-                largest.set(d, v);
-            }
-        }
-    }
-    largest
-}
-
-/// The node-fit message of the job's first waiting task that asks more of some resource than
-/// any node has even empty, if there is one.
-fn never_fits(s: &Snapshot, j: JobId, largest: &Resource) -> Option<String> {
-    let nodes = s.nodes.len();
-    s.job(j).tasks.iter().find_map(|&t| {
-        let task = s.task(t);
-        if task.status != TaskStatus::Pending || task.scheduling_gated {
-            return None;
-        }
-        let over: Vec<String> = task
-            .resreq
-            .iter()
-            .filter(|&(d, v)| v > largest.get(d))
-            .map(|(d, v)| {
-                format!(
-                    "{} {} (the largest node has {})",
-                    s.dims.name(d),
-                    s.dims.format(d, v),
-                    s.dims.format(d, largest.get(d))
-                )
-            })
-            .collect();
-        if over.is_empty() {
-            return None;
-        }
-        Some(if nodes == 0 {
-            format!(
-                "0/0 nodes are available: the cluster has no nodes for task {}",
-                task.key
-            )
-        } else {
-            format!(
-                "0/{nodes} nodes are available: no node can hold task {} even empty, it asks {}",
-                task.key,
-                over.join(", ")
-            )
-        })
-    })
-}
-
-/// The reason and message of a job that is not ready (the gang's Unschedulable condition).
-/// The count is of the gang's tasks still without a place: never more than the tasks that
-/// exist, and a PodGroup without pods gets no count at all (Volcano's `min - schedulable`
-/// over `len(tasks)` reads "3/2" or "3/0").
-pub fn gang_unschedulable(s: &Snapshot, j: JobId, largest: &Resource) -> (String, String) {
-    let job = s.job(j);
-    let (reason, detail) = job_detail(s, j, largest);
-    let total = job.tasks.len() as i64;
-    if total == 0 {
-        return (reason, detail);
-    }
-    let placed = schedulable_num(s, j).min(total);
-    let short = (i64::from(job.min_available) - placed).max(0);
-    let unready = short.min(total - placed);
-    let message = format!("{unready}/{total} tasks in gang unschedulable: {detail}");
-    (reason, message)
-}
-
-/// A job whose gang is only short because some of its scheduled pods are terminating, with
-/// nothing left to schedule: not reported unschedulable.
-pub fn satisfied_by_releasing(s: &Snapshot, j: JobId) -> bool {
-    let job = s.job(j);
-    let releasing = job
-        .tasks
-        .iter()
-        .filter(|&&t| {
-            s.task(t).status == TaskStatus::Releasing && s.task(t).bound_node_name.is_some()
-        })
-        .count() as i64;
-    if releasing == 0 || job.count(TaskStatus::Pending) > 0 || job.count(TaskStatus::Pipelined) > 0
-    {
-        return false;
-    }
-    let scheduled = job
-        .tasks
-        .iter()
-        .filter(|&&t| s.task(t).status.is_scheduled())
-        .count() as i64;
-    scheduled + releasing >= i64::from(job.min_available)
 }
 
 /// The newest condition with status True, as persisted.
@@ -563,7 +416,8 @@ impl Session {
                 changed: a.iter().any(|(dim, v)| v != q.old_allocated.get(dim)),
             });
         }
-        self.report(d, &allocated);
+        d.queue_reports = self.queue_reports(&allocated);
+        d.job_shares = self.job_shares();
     }
 
     /// Σ allocated of every queue's jobs and its descendants', by queue index.

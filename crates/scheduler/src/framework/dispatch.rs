@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::plugin::{Plugin, PluginSlot, Verdict, Vote};
+use super::plugin::{EvictionUnit, Plugin, PluginSlot, Verdict, Vote};
 use super::session::Session;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
@@ -218,9 +218,23 @@ impl Session {
         Ok(())
     }
 
-    /// Whether plugin `name` is configured with the extension point `gate` on, in any tier.
-    pub fn plugin_enabled(&self, name: &str, gate: fn(&PluginFlags) -> bool) -> bool {
-        self.enabled(gate).any(|s| s.plugin.name() == name)
+    /// The tiers' `victims` (in eviction order) as the eviction units the guards allow,
+    /// asked of every plugin with the eviction's extension point `gate` on, whatever tier
+    /// chose the victims: first every protected victim is left out, then the first plugin
+    /// that groups victims decides the units (one per victim when none does).
+    pub fn guard_victims(
+        &self,
+        gate: fn(&PluginFlags) -> bool,
+        mut victims: Vec<TaskId>,
+    ) -> Vec<EvictionUnit> {
+        victims.retain(|&v| {
+            !self
+                .enabled(gate)
+                .any(|s| s.plugin.protects_victim(&self.snap, v))
+        });
+        self.enabled(gate)
+            .find_map(|s| s.plugin.victim_units(&self.snap, &victims))
+            .unwrap_or_else(|| victims.into_iter().map(|v| vec![v]).collect())
     }
 
     /// Victims `preemptor` may take among `candidates`, combined as Volcano's `Preemptable`.

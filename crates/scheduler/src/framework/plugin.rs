@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
 use crate::model::{JobId, NodeId, QueueId, Snapshot, TaskId};
+use crate::resource::Resource;
 
 /// A plugin's vote on a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,24 @@ impl Verdict {
         }
     }
 }
+
+/// A share-keeping plugin's view of one queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueShare {
+    /// What the queue should get when the cluster is contended.
+    pub deserved: Resource,
+    /// The most the queue may hold now.
+    pub real_capability: Resource,
+    /// `allocated` + Σ request of pending tasks.
+    pub request: Resource,
+    /// Reserved by admitted jobs and not yet used.
+    pub inqueue: Resource,
+    /// max over deserved dimensions of allocated/deserved.
+    pub share: f64,
+}
+
+/// Victims evicted together: one pod, or pods of one gang that may only go all at once.
+pub type EvictionUnit = Vec<TaskId>;
 
 /// A scheduling plugin. Queries take the snapshot read-only; event handlers keep the plugin's
 /// own accounting in step with every allocation and deallocation, including those a statement
@@ -136,6 +155,20 @@ pub trait Plugin: Send {
     fn keeps_queue_shares(&self) -> bool {
         false
     }
+    /// Whether `victim` must never be evicted, whatever the tiers chose. Asked of every
+    /// plugin with the eviction's extension point on (`enablePreemptable` or
+    /// `enableReclaimable`), not only of the tier that chose, so a rule such as
+    /// `conformance`'s holds even when an earlier tier abstains and a later one decides.
+    fn protects_victim(&self, s: &Snapshot, victim: TaskId) -> bool {
+        false
+    }
+    /// The tiers' `victims` (in eviction order, protected ones already left out) as the
+    /// eviction units this plugin's rule allows, in eviction order; victims in no unit are
+    /// spared. `None` leaves one unit per victim. Asked whatever the tiers chose, as
+    /// [`Plugin::protects_victim`] is; the first plugin in tier order that answers decides.
+    fn victim_units(&self, s: &Snapshot, victims: &[TaskId]) -> Option<Vec<EvictionUnit>> {
+        None
+    }
     /// Whether queue `q` may reclaim resources for task `t`.
     fn preemptive(&self, s: &Snapshot, q: QueueId, t: TaskId) -> Option<bool> {
         None
@@ -153,7 +186,7 @@ pub trait Plugin: Send {
     }
     /// The plugin's view of queue `q` for metrics (`proportion`, `capacity`); never consulted
     /// for a decision.
-    fn queue_share(&self, s: &Snapshot, q: QueueId) -> Option<super::report::QueueShare> {
+    fn queue_share(&self, s: &Snapshot, q: QueueId) -> Option<QueueShare> {
         None
     }
     /// The job's share for metrics (`drf`); never consulted for a decision.

@@ -2,30 +2,16 @@
 //! the plugin that keeps queue shares (`proportion` or `capacity`). Reporting only: no decision
 //! reads it, so adding to it never changes what a session decides.
 
-use super::close::Decisions;
 use super::session::Session;
 use crate::model::{QueueId, Snapshot};
+
+pub use super::plugin::QueueShare;
 use crate::resource::{PODS_DIM, Resource, UNBOUNDED};
 
 /// Resource name → amount in Volcano's metric units: milli-CPU for `cpu`, bytes for `memory`,
 /// milli-units for every other resource (Volcano's `Resource` keeps scalars in milli-units).
 /// `pods` is left out, as Volcano's `Resource` keeps it apart from the scalars.
 pub type Amounts = Vec<(String, f64)>;
-
-/// A share-keeping plugin's view of one queue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueueShare {
-    /// What the queue should get when the cluster is contended.
-    pub deserved: Resource,
-    /// The most the queue may hold now.
-    pub real_capability: Resource,
-    /// `allocated` + Σ request of pending tasks.
-    pub request: Resource,
-    /// Reserved by admitted jobs and not yet used.
-    pub inqueue: Resource,
-    /// max over deserved dimensions of allocated/deserved.
-    pub share: f64,
-}
 
 /// One queue after the session, for metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,10 +68,10 @@ pub fn amounts(s: &Snapshot, r: &Resource) -> Amounts {
 }
 
 impl Session {
-    /// Adds the reporting-only parts of `d`: every queue's report (with `allocated`, by queue
-    /// index) and, where `drf` runs, every job's share.
-    pub(super) fn report(&self, d: &mut Decisions, allocated: &[Resource]) {
+    /// Every queue's report, given its `allocated` by queue index.
+    pub(super) fn queue_reports(&self, allocated: &[Resource]) -> Vec<QueueReport> {
         let s = &self.snap;
+        let mut reports = Vec::with_capacity(s.queues.len());
         for (i, (q, a)) in s.queues.iter().zip(allocated).enumerate() {
             let qid = QueueId(i as u32);
             let share = self
@@ -93,7 +79,7 @@ impl Session {
                 .iter()
                 .flatten()
                 .find_map(|slot| slot.plugin.queue_share(s, qid));
-            d.queue_reports.push(QueueReport {
+            reports.push(QueueReport {
                 name: q.name.clone(),
                 weight: q.weight,
                 allocated: amounts(s, a),
@@ -102,20 +88,23 @@ impl Session {
                 share: share.as_ref().map(|x| ShareReport::new(s, x)),
             });
         }
-        if let Some(drf) = self
-            .tiers
-            .iter()
-            .flatten()
-            .find(|x| x.plugin.name() == "drf")
-        {
-            d.job_shares = s
-                .job_ids()
-                .filter_map(|j| {
-                    let job = s.job(j);
-                    let share = drf.plugin.job_share(s, j)?;
-                    Some((job.namespace.clone(), job.name.clone(), share))
-                })
-                .collect();
-        }
+        reports
+    }
+
+    /// `(namespace, PodGroup name, share)` of every job that a plugin weighs (`drf`); empty
+    /// when none does.
+    pub(super) fn job_shares(&self) -> Vec<(String, String, f64)> {
+        let s = &self.snap;
+        s.job_ids()
+            .filter_map(|j| {
+                let job = s.job(j);
+                let share = self
+                    .tiers
+                    .iter()
+                    .flatten()
+                    .find_map(|slot| slot.plugin.job_share(s, j))?;
+                Some((job.namespace.clone(), job.name.clone(), share))
+            })
+            .collect()
     }
 }

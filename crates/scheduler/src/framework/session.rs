@@ -5,11 +5,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use thiserror::Error;
 use volcano_api::k8s_openapi;
 
-use super::plugin::PluginSlot;
+use super::plugin::{Plugin, PluginSlot};
 use super::statement::Statement;
-use crate::conf::SchedulerConf;
+use crate::conf::{ActionKind, PluginOption, SchedulerConf};
 use crate::model::{JobId, NodeId, Snapshot, TaskId, TaskStatus};
-use crate::plugins;
 
 /// Why a session could not run.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -18,6 +17,10 @@ pub enum SessionError {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// Makes the plugin one entry of a tier configures, over the session's snapshot; `None`
+/// leaves it out.
+pub type PluginBuilder<'a> = dyn FnMut(&PluginOption, &Snapshot) -> Option<Box<dyn Plugin>> + 'a;
 
 /// What a session needs besides the snapshot and configuration.
 #[derive(Debug, Clone, Default)]
@@ -55,33 +58,27 @@ pub struct Session {
     /// Pipelined tasks nominated to the node their evictions freed.
     pub(crate) nominations: Vec<(TaskId, NodeId)>,
     /// The action running, for reporting.
-    pub(crate) action: String,
+    pub(crate) action: Option<ActionKind>,
     /// The action of every committed statement that evicted, in order (reporting only).
     pub(crate) eviction_transactions: Vec<String>,
 }
 
 impl Session {
-    /// Opens a session: builds every configured plugin over the snapshot.
-    pub fn open(snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
-        Self::open_observed(snap, conf, opts, &mut |_, build| build())
-    }
-
-    /// [`Session::open`], building each plugin inside `around(plugin name, build)`, so the
-    /// caller can time it (the scheduler reads no clock).
-    pub fn open_observed(
+    /// Opens a session over `snap` with the plugins `build` makes for each configured plugin,
+    /// tier by tier (`None` leaves one out). The framework knows no plugin: callers open
+    /// sessions through [`Session::open`], which the registry gives the plugins' code.
+    pub fn with_plugins(
         mut snap: Snapshot,
         conf: &SchedulerConf,
         opts: SessionOptions,
-        around: &mut dyn FnMut(&str, &mut dyn FnMut()),
+        build: &mut PluginBuilder<'_>,
     ) -> Session {
         snap.build_node_table();
         let mut tiers: Vec<Vec<PluginSlot>> = Vec::with_capacity(conf.tiers.len());
         for tier in &conf.tiers {
             let mut slots = Vec::with_capacity(tier.plugins.len());
             for opt in &tier.plugins {
-                let mut built = None;
-                around(&opt.name, &mut || built = plugins::build(opt, &snap));
-                if let Some(plugin) = built {
+                if let Some(plugin) = build(opt, &snap) {
                     slots.push(PluginSlot {
                         flags: opt.flags,
                         plugin,
@@ -111,16 +108,8 @@ impl Session {
             binds: Vec::new(),
             evictions: Vec::new(),
             nominations: Vec::new(),
-            action: String::new(),
+            action: None,
             eviction_transactions: Vec::new(),
-        }
-    }
-
-    /// Runs the configured actions in order.
-    pub fn run_actions(&mut self) {
-        let actions = self.conf.actions.clone();
-        for action in &actions {
-            crate::actions::run(action, self);
         }
     }
 
@@ -235,7 +224,8 @@ impl Session {
             }
         }
         if self.evictions.len() > evictions_before {
-            self.eviction_transactions.push(self.action.clone());
+            let action = self.action.map_or("", ActionKind::name);
+            self.eviction_transactions.push(action.to_string());
         }
     }
 

@@ -7,28 +7,14 @@
 
 use volcano_api::scheduling::PodGroupCondition;
 
-use super::close::{Decisions, Event, EventType, UNSCHEDULABLE};
+use super::close::Decisions;
+use super::conditions::{Event, EventType, NOT_ENQUEUED, UNSCHEDULABLE};
 use super::session::Session;
-use crate::actions::NOT_ENQUEUED;
 use crate::model::{JobId, TaskStatus};
 
-/// Pod condition type the scheduler owns.
-pub const POD_SCHEDULED: &str = "PodScheduled";
-/// Reason of a waiting pod's `PodScheduled=False` condition (what autoscalers look for).
-pub const POD_UNSCHEDULABLE: &str = "Unschedulable";
-/// Reason of the Warning event recorded on a waiting pod, as kube-scheduler and Volcano name it.
-pub const FAILED_SCHEDULING: &str = "FailedScheduling";
-
-/// A waiting pod's `PodScheduled=False` condition to write (and its event to record).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodUnschedulable {
-    /// `ns/pod`.
-    pub key: String,
-    /// Condition reason.
-    pub reason: String,
-    /// Why the pod waits: its PodGroup's why-pending message.
-    pub message: String,
-}
+pub use super::conditions::{
+    FAILED_SCHEDULING, POD_SCHEDULED, POD_UNSCHEDULABLE, PodUnschedulable,
+};
 
 /// A message without its digits. Conditions and events are rewritten only when this part
 /// changes: a message whose figures merely move from one session to the next ("largest free

@@ -41,4 +41,8 @@ impl Plugin for Conformance {
     fn reclaimable(&self, s: &Snapshot, _r: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
         Some(evictable(s, candidates))
     }
+
+    fn protects_victim(&self, s: &Snapshot, victim: TaskId) -> bool {
+        is_critical(s, victim)
+    }
 }

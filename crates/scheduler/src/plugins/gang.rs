@@ -2,15 +2,13 @@
 //! all, and says why at session close.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use volcano_api::scheduling::PodGroupCondition;
 
-use crate::framework::close::{
-    NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE, gang_unschedulable, largest_node,
-    satisfied_by_releasing,
-};
-use crate::framework::{Plugin, Vote};
+use crate::framework::conditions::{NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE};
+use crate::framework::pending::{gang_unschedulable, largest_node, satisfied_by_releasing};
+use crate::framework::{EvictionUnit, Plugin, Vote};
 use crate::model::{JobId, Snapshot, TaskId, TaskStatus};
 
 /// The gang plugin.
@@ -118,6 +116,29 @@ pub fn gang_safe_victims(s: &Snapshot, candidates: &[TaskId]) -> Vec<TaskId> {
         .collect()
 }
 
+/// [`gang_safe_victims`] of `victims` as eviction units: a gang taken whole (it could spare
+/// none) is one unit, at the position of its first member; every other victim is alone.
+fn gang_units(s: &Snapshot, victims: &[TaskId]) -> Vec<EvictionUnit> {
+    let mut units: Vec<EvictionUnit> = Vec::new();
+    let mut whole: HashMap<JobId, usize> = HashMap::new();
+    for v in gang_safe_victims(s, victims) {
+        let taken_whole = s.task(v).job.filter(|&j| {
+            let job = s.job(j);
+            i64::from(job.ready_task_num()) <= i64::from(job.min_available)
+        });
+        match taken_whole.and_then(|j| whole.get(&j).copied()) {
+            Some(at) => units[at].push(v),
+            None => {
+                if let Some(j) = taken_whole {
+                    whole.insert(j, units.len());
+                }
+                units.push(vec![v]);
+            }
+        }
+    }
+    units
+}
+
 impl Plugin for Gang {
     fn name(&self) -> &'static str {
         "gang"
@@ -129,6 +150,10 @@ impl Plugin for Gang {
 
     fn reclaimable(&self, s: &Snapshot, _r: TaskId, candidates: &[TaskId]) -> Option<Vec<TaskId>> {
         Some(gang_safe_victims(s, candidates))
+    }
+
+    fn victim_units(&self, s: &Snapshot, victims: &[TaskId]) -> Option<Vec<EvictionUnit>> {
+        Some(gang_units(s, victims))
     }
 
     fn job_valid(&self, s: &Snapshot, j: JobId) -> Option<Result<(), (String, String)>> {

@@ -1,4 +1,4 @@
-//! The plugins volcano-rs implements, by their Volcano names.
+//! The plugins volcano-rs implements; [`crate::registry`] builds them by their kinds.
 
 mod binpack;
 pub mod capacity;
@@ -14,13 +14,23 @@ mod priority;
 mod proportion;
 mod queue_accounting;
 
-use crate::conf::PluginOption;
-use crate::framework::Plugin;
 use crate::model::Snapshot;
 
+pub(crate) use binpack::Binpack;
+pub(crate) use capacity::Capacity;
+pub(crate) use conformance::Conformance;
 pub use conformance::is_critical;
+pub(crate) use deviceshare::DeviceShare;
+pub(crate) use drf::Drf;
+pub(crate) use fgd::Fgd;
+pub(crate) use gang::Gang;
 pub use gang::gang_safe_victims;
+pub(crate) use nodeorder::NodeOrder;
 pub use nodeorder::non_zero;
+pub(crate) use overcommit::Overcommit;
+pub(crate) use predicates::Predicates;
+pub(crate) use priority::Priority;
+pub(crate) use proportion::Proportion;
 
 /// Every queue's deserved resources under `proportion` for the snapshot (by queue index;
 /// `None` for queues without jobs): the share reclaim works towards.
@@ -33,25 +43,4 @@ pub use predicates::{node_affinity_matches, tolerates_all};
 /// share, both in GPU thousandths: `(Σ fragmentation, Σ free)`.
 pub fn gpu_fragmentation(s: &Snapshot) -> (f64, u64) {
     fgd::Fgd::new(&crate::conf::Arguments::default(), s).cluster(s)
-}
-
-/// Builds the plugin `opt` names over the session's snapshot; `None` for a name this build does
-/// not implement (configuration parsing has already rejected or reported those).
-pub fn build(opt: &PluginOption, s: &Snapshot) -> Option<Box<dyn Plugin>> {
-    let args = &opt.arguments;
-    Some(match opt.name.as_str() {
-        "priority" => Box::new(priority::Priority),
-        "gang" => Box::new(gang::Gang),
-        "conformance" => Box::new(conformance::Conformance),
-        "drf" => Box::new(drf::Drf::new(s)),
-        "proportion" => Box::new(proportion::Proportion::new(s)),
-        "capacity" => Box::new(capacity::Capacity::new(opt, s)),
-        "predicates" => Box::new(predicates::Predicates::new(args)),
-        "nodeorder" => Box::new(nodeorder::NodeOrder::new(args)),
-        "binpack" => Box::new(binpack::Binpack::new(args, s)),
-        "overcommit" => Box::new(overcommit::Overcommit::new(args, s)),
-        "deviceshare" => Box::new(deviceshare::DeviceShare::new(args)),
-        "fgd" => Box::new(fgd::Fgd::new(args, s)),
-        _ => return None,
-    })
 }

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::queue_accounting::{QueueSums, queue_sums, queues_with_jobs};
-use crate::framework::report::QueueShare;
+use crate::framework::QueueShare;
 use crate::framework::{Plugin, Verdict};
 use crate::model::{JobId, QueueId, QueueState, Snapshot, TaskId};
 use crate::resource::{PODS_DIM, Resource, UNBOUNDED, share};

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use volcano_api::keys;
 
 use crate::conf::PluginOption;
-use crate::framework::report::QueueShare;
+use crate::framework::QueueShare;
 use crate::framework::{Plugin, Verdict};
 use crate::model::{JobId, QueueId, QueueState, Snapshot, TaskId};
 use crate::resource::{PODS_DIM, Resource};

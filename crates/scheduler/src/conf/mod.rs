@@ -6,10 +6,14 @@
 //! plugin or an unknown key is an error rather than a log line: a typo should not silently
 //! change how a cluster is scheduled.
 
+mod kind;
+
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use thiserror::Error;
+
+pub use kind::{ActionKind, PluginKind};
 
 /// The built-in configuration, used when the scenario and the command line give none.
 pub const DEFAULT_SCHEDULER_CONF: &str = r#"actions: "enqueue, allocate, backfill"
@@ -191,8 +195,8 @@ pub struct PluginFlags {
 /// One plugin of a tier.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginOption {
-    /// Plugin name.
-    pub name: String,
+    /// The plugin (compares equal to its Volcano name).
+    pub name: PluginKind,
     /// Which extension points are on.
     pub flags: PluginFlags,
     /// Plugin arguments.
@@ -209,8 +213,8 @@ pub struct Tier {
 /// A parsed, checked scheduler configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchedulerConf {
-    /// Actions in execution order.
-    pub actions: Vec<String>,
+    /// Actions in execution order (each compares equal to its Volcano name).
+    pub actions: Vec<ActionKind>,
     /// Tiers in order.
     pub tiers: Vec<Tier>,
     /// Per-action arguments.
@@ -351,8 +355,8 @@ impl SchedulerConf {
             .map(str::trim)
             .filter(|s| !s.is_empty())
         {
-            if SUPPORTED_ACTIONS.contains(&name) {
-                actions.push(name.to_string());
+            if let Some(kind) = ActionKind::from_name(name) {
+                actions.push(kind);
             } else if PENDING_ACTIONS.contains(&name) {
                 skipped.actions.push(name.to_string());
             } else {
@@ -376,7 +380,7 @@ impl SchedulerConf {
                     skipped.plugins.push(name.to_string());
                     continue;
                 }
-                if !SUPPORTED_PLUGINS.contains(&name) {
+                let Some(kind) = PluginKind::from_name(name) else {
                     let known: Vec<&str> = SUPPORTED_PLUGINS
                         .iter()
                         .chain(PENDING_PLUGINS)
@@ -388,15 +392,17 @@ impl SchedulerConf {
                         name: name.to_string(),
                         known: known.join(", "),
                     });
-                }
+                };
                 plugins.push(PluginOption {
-                    name: name.to_string(),
+                    name: kind,
                     flags: p.flags(),
                     arguments: Arguments(p.arguments.clone().unwrap_or_default()),
                 });
             }
-            let hdrf = plugins.iter().any(|p| p.name == "drf" && p.flags.hierarchy);
-            let proportion = plugins.iter().any(|p| p.name == "proportion");
+            let hdrf = plugins
+                .iter()
+                .any(|p| p.name == PluginKind::Drf && p.flags.hierarchy);
+            let proportion = plugins.iter().any(|p| p.name == PluginKind::Proportion);
             if hdrf && proportion {
                 return Err(ConfError::Invalid(format!(
                     "field tiers[{t}]: drf with enableHierarchy: true cannot be combined with proportion in one tier"
@@ -431,7 +437,7 @@ impl SchedulerConf {
 
     /// Whether an action is configured.
     pub fn has_action(&self, action: &str) -> bool {
-        self.actions.iter().any(|a| a == action)
+        self.actions.iter().any(|a| *a == action)
     }
 }
 
@@ -477,6 +483,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("enableJobOrdr"), "{e}");
+    }
+
+    #[test]
+    fn kinds_are_the_supported_names() {
+        let actions: Vec<&str> = ActionKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(actions, SUPPORTED_ACTIONS);
+        let plugins: Vec<&str> = PluginKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(plugins, SUPPORTED_PLUGINS);
+        assert_eq!(
+            PluginKind::from_name("nodeorder"),
+            Some(PluginKind::NodeOrder)
+        );
+        assert_eq!(ActionKind::Reclaim.to_string(), "reclaim");
+        assert_eq!(String::from(ActionKind::Backfill), "backfill");
     }
 
     #[test]
