@@ -8,6 +8,7 @@ pub mod cache;
 pub mod conf;
 pub mod fit;
 pub mod framework;
+pub mod invariants;
 pub mod model;
 pub mod plugins;
 pub mod resource;
