@@ -9,7 +9,8 @@
 //! - `preempt` never evicts a pod of equal or higher priority than its preemptor;
 //! - `reclaim` only takes pods of a queue that holds more than its deserved share (Volcano's
 //!   rule: the last pod taken may leave the queue under its share when no smaller pod would
-//!   do, as Volcano's own `reclaim_test.go` expects), and never from the reclaiming queue.
+//!   do, as Volcano's own `reclaim_test.go` expects), and never from the reclaiming queue;
+//! - and, in every session, the invariants of `volcano_scheduler::invariants`.
 
 mod support;
 
@@ -24,7 +25,9 @@ use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::PodGroupStatus;
 use volcano_scheduler::cache::{CacheOptions, build_snapshot};
 use volcano_scheduler::framework::Decisions;
+use volcano_scheduler::invariants;
 use volcano_scheduler::plugins::proportion_deserved;
+use volcano_testkit::build::*;
 
 /// Priority classes victims and preemptors use; the preemptor is `high`.
 const CLASSES: [(&str, i32); 4] = [("low", 10), ("mid", 100), ("high", 1000), ("top", 5000)];
@@ -605,6 +608,16 @@ fn check_guarantees(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> 
     Ok(())
 }
 
+/// The invariants every session keeps (nodes, gangs, queues), evictions or not.
+fn check_invariants(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
+    let broken: Vec<String> = invariants::check(objs, d)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    prop_assert!(broken.is_empty(), "{}", broken.join("\n"));
+    Ok(())
+}
+
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -622,20 +635,22 @@ proptest! {
 
     #[test]
     fn preempt_evicts_a_minimal_set_of_lower_priority_pods(c in arb_preempt_case()) {
-        let conf = conf(EVICTING_CONF);
+        let conf = conf(volcano_testkit::conf::evicting());
         let objs = c.objects();
         let d = run_session_n(&objs, &conf, 1);
         check_preempt(&objs, &d)?;
+        check_invariants(&objs, &d)?;
     }
 
     #[test]
     fn reclaim_takes_only_from_queues_over_their_share(c in arb_reclaim_case()) {
-        let conf = conf(EVICTING_CONF);
+        let conf = conf(volcano_testkit::conf::evicting());
         let mut objs = c.objects();
         for i in 1..=3 {
             let d = run_session_n(&objs, &conf, i);
             check_reclaim(&objs, &d)
                 .and_then(|()| check_guarantees(&objs, &d))
+                .and_then(|()| check_invariants(&objs, &d))
                 .map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
             apply(&mut objs, &d);
         }
