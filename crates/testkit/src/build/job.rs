@@ -81,3 +81,41 @@ impl AddTo for JobBuilder {
         objs.jobs.push(self.build());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::{GI, cluster};
+
+    #[test]
+    fn a_job_carries_its_tasks_queue_and_minimum() {
+        let objs = cluster()
+            .with(
+                job("ns", "train")
+                    .queue("q1")
+                    .min_available(3)
+                    .task("ps", 1, Template::default().cpu(1))
+                    .task("worker", 2, Template::default().cpu(2).mem_gi(4)),
+            )
+            .objects();
+        let j = &objs.jobs[0];
+        assert_eq!(j.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(j.spec.queue, "q1");
+        assert_eq!(j.spec.min_available, Some(3));
+        let replicas: Vec<(&str, i32)> = j
+            .spec
+            .tasks
+            .iter()
+            .map(|t| (t.name.as_str(), t.replicas))
+            .collect();
+        assert_eq!(replicas, [("ps", 1), ("worker", 2)]);
+        let worker = j.spec.tasks[1].template.spec.as_ref();
+        let requests = worker
+            .and_then(|s| s.containers[0].resources.as_ref())
+            .and_then(|r| r.requests.as_ref());
+        assert_eq!(
+            requests.and_then(|r| r.get("memory")).map(|q| q.0.clone()),
+            Some((4 * GI).to_string())
+        );
+    }
+}
