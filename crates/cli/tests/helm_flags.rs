@@ -179,6 +179,34 @@ fn get(addr: &str, path: &str) -> Option<String> {
     out.lines().next().map(str::to_string)
 }
 
+/// The counters of work a component reports in `/metrics`: sessions (or periods skipped while
+/// not leading) for the scheduler, turns for the controllers.
+const WORK_COUNTERS: [&str; 3] = [
+    "volcano_snapshots_total",
+    "volcano_sessions_standby_total",
+    "volcano_controller_turns_total",
+];
+
+/// The sum of the [`WORK_COUNTERS`] a component at `addr` exposes, or nothing while it does
+/// not answer.
+fn work_done(addr: &str) -> Option<u64> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let body = out.split_once("\r\n\r\n")?.1;
+    let total = body
+        .lines()
+        .filter(|l| {
+            let name = l.split(['{', ' ']).next().unwrap_or_default();
+            WORK_COUNTERS.contains(&name)
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    Some(total as u64)
+}
+
 /// Starts `volcano <component> <args>` with free ports, and waits until its health answers
 /// on both the listen and the healthz address, then checks it runs on; returns its log.
 fn starts(plane: &Plane, component: &str, args: &[String], tag: &str) -> String {
@@ -226,12 +254,24 @@ fn starts(plane: &Plane, component: &str, args: &[String], tag: &str) -> String 
         assert!(Instant::now() < deadline, "{tag}: never ready:\n{}", log());
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(1));
-    assert!(
-        child.0.try_wait().unwrap().is_none(),
-        "{tag}: exited:\n{}",
-        log()
-    );
+    // Runs on: it did work through the API server (a session, or a controller's turn) and is
+    // still there a second after it became ready. A component that never works fails here.
+    let ready_at = Instant::now();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!("{tag}: exited ({status}):\n{}", log());
+        }
+        let worked = work_done(&listen).is_some_and(|n| n > 0);
+        if worked && ready_at.elapsed() >= Duration::from_secs(1) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{tag}: no session or controller turn in its metrics:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let log = log();
     assert!(!log.contains("unexpected argument"), "{tag}:\n{log}");
     log

@@ -223,6 +223,40 @@ fn words(message: &str) -> String {
     message.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
+/// Sessions a scheduler has run: it takes one snapshot per session, kept or rebuilt.
+fn sessions_run(sched: &common::Running<volcano_kube::metrics::SchedulerMetrics>) -> u64 {
+    ["kept", "rebuilt"]
+        .iter()
+        .map(|source| {
+            sched
+                .metrics
+                .snapshots
+                .get_or_create(&[("source", source.to_string())])
+                .get()
+        })
+        .sum()
+}
+
+/// Sessions waited for where a test checks that a scheduler repeats nothing: the one running
+/// when the wait starts, then enough whole ones that a repeat would have shown.
+const SESSIONS_TO_REPEAT: u64 = 5;
+
+/// Waits until `sched` has run [`SESSIONS_TO_REPEAT`] more sessions, so that what it would
+/// repeat has had the chance to be repeated; fails if it does not run them.
+async fn after_sessions(sched: &common::Running<volcano_kube::metrics::SchedulerMetrics>) {
+    let start = sessions_run(sched);
+    let (ran, seen) = eventually(20, async || {
+        let n = sessions_run(sched);
+        (n >= start + SESSIONS_TO_REPEAT, n)
+    })
+    .await;
+    assert!(
+        ran,
+        "the scheduler ran {} sessions, not {SESSIONS_TO_REPEAT}",
+        seen - start
+    );
+}
+
 /// Waits until a newly started scheduler has listed the cluster and run sessions since, so
 /// what it would repeat has had the chance to be repeated.
 async fn restarted_and_in_session(
@@ -230,7 +264,7 @@ async fn restarted_and_in_session(
 ) {
     let (ready, _) = eventually(20, async || (sched.ready.is_ready(), ())).await;
     assert!(ready, "the new scheduler never became ready");
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    after_sessions(sched).await;
 }
 
 fn occurrences(events: &[(String, u64)]) -> u64 {
@@ -270,7 +304,7 @@ async fn a_job_its_queue_cannot_admit_gets_an_event_saying_why(cluster: Cluster)
         "{conds:?}"
     );
     // Sessions go on, the scheduler restarts: the reason is not announced again while it holds.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    after_sessions(&sched).await;
     sched.stop().await;
     let sched = cluster.scheduler("sched-1", false);
     restarted_and_in_session(&sched).await;
@@ -328,7 +362,7 @@ async fn a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart(cluster: C
         assert_eq!(words(message), words(&why));
     }
     // Many sessions, then a new scheduler: each pod was told once, by one event.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    after_sessions(&sched).await;
     sched.stop().await;
     let sched = cluster.scheduler("sched-1", false);
     restarted_and_in_session(&sched).await;

@@ -127,7 +127,24 @@ async fn a_controller_restart_emits_no_new_event_for_running_jobs(cluster: Clust
     ctl.stop().await;
     let ctl = cluster.controllers("ctl-b");
     let (_, _) = eventually(5, async || (ctl.ready.is_ready(), ())).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The new controller has done its work on what it found: it took turns, then none for
+    // two seconds of polls (any event of that work is written within its turn).
+    let (mut last, mut quiet_polls) = (0, 0);
+    let (settled, turns) = eventually(20, async || {
+        let now = ctl.metrics.turns.get();
+        quiet_polls = if now > 0 && now == last {
+            quiet_polls + 1
+        } else {
+            0
+        };
+        last = now;
+        (quiet_polls >= 20, now)
+    })
+    .await;
+    assert!(
+        settled,
+        "the new controller took {turns} turns and never settled"
+    );
     assert!(ctl.ready.is_ready());
     assert_eq!(
         event_count(&client).await,

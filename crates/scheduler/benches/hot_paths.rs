@@ -11,6 +11,8 @@
 //!
 //! Run with `cargo bench -p volcano-scheduler --bench hot_paths`.
 
+// The benchmarks share the tests' session helpers but need only some of them.
+#[allow(dead_code)]
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -21,9 +23,11 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use support::*;
 use volcano_api::Objects;
 use volcano_scheduler::cache::{CacheOptions, SchedulerCache, build_snapshot};
+use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::Session;
 use volcano_scheduler::model::{NodeId, TaskId, TaskStatus};
 use volcano_scheduler::run_session;
+use volcano_testkit::build::*;
 
 const NODES: usize = 5_000;
 const RUNNING_PER_NODE: usize = 10;
@@ -60,7 +64,7 @@ fn objects() -> Objects {
 fn bench(c: &mut Criterion) {
     let objs = objects();
     let opts = CacheOptions::default();
-    let conf = default_conf();
+    let conf = SchedulerConf::default_conf();
 
     let mut snapshot = c.benchmark_group("snapshot");
     snapshot.bench_function("build", |b| {

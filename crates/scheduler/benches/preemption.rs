@@ -9,6 +9,8 @@
 //! Measured: one session (`run_session`) on a clone of a prepared snapshot. Run with
 //! `cargo bench -p volcano-scheduler --bench preemption`.
 
+// The benchmarks share the tests' session helpers but need only some of them.
+#[allow(dead_code)]
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -22,6 +24,7 @@ use volcano_scheduler::cache::{CacheOptions, build_snapshot};
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::model::Snapshot;
 use volcano_scheduler::run_session;
+use volcano_testkit::build::*;
 
 const NODES: usize = 1_000;
 const PODS_PER_NODE: usize = 16;
@@ -102,7 +105,7 @@ fn report_once(label: &str, snap: &Snapshot, conf: &SchedulerConf) {
 }
 
 fn bench(c: &mut Criterion) {
-    let conf = conf(EVICTING_CONF);
+    let conf = conf(volcano_testkit::conf::evicting());
     let mut group = c.benchmark_group("evictions_1000_nodes");
     for (label, running, waiting) in [("preempt", "q1", "q1"), ("reclaim", "lender", "owed")] {
         let snap = snapshot(&objects(running, waiting));

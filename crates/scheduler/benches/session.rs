@@ -7,6 +7,8 @@
 //!
 //! Run with `cargo bench -p volcano-scheduler --bench session`.
 
+// The benchmarks share the tests' session helpers but need only some of them.
+#[allow(dead_code)]
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -17,8 +19,10 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use support::*;
 use volcano_api::Objects;
 use volcano_scheduler::cache::{CacheOptions, build_snapshot};
+use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::model::Snapshot;
 use volcano_scheduler::run_session;
+use volcano_testkit::build::*;
 
 const NODES: usize = 1_000;
 const GANGS: usize = 1_000;
@@ -50,7 +54,7 @@ fn snapshot(objs: &Objects) -> Snapshot {
 /// One untimed-by-criterion run, printed, so the figures that matter are visible even when
 /// criterion's own output is filtered: phase times and how many pods were bound.
 fn report_once(objs: &Objects) {
-    let conf = default_conf();
+    let conf = SchedulerConf::default_conf();
     let t0 = Instant::now();
     let snap = snapshot(objs);
     let t1 = Instant::now();
@@ -72,7 +76,7 @@ fn report_once(objs: &Objects) {
 fn bench_session(c: &mut Criterion) {
     let objs = objects();
     report_once(&objs);
-    let conf = default_conf();
+    let conf = SchedulerConf::default_conf();
 
     let mut group = c.benchmark_group("session_1000_nodes_10000_pods");
     group.throughput(Throughput::Elements(PODS));

@@ -14,6 +14,7 @@ pub mod conf;
 pub mod cycle;
 pub mod fit;
 pub mod framework;
+pub mod invariants;
 pub mod model;
 pub mod plugins;
 pub mod registry;

@@ -2,17 +2,15 @@
 //! sequence of object changes, both hold the same scheduling state (tasks and where they stand,
 //! jobs and their counts and allocation, node accounting, queues).
 
-mod support;
-
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use support::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::scheduling::PodGroupStatus;
 use volcano_scheduler::cache::{CacheOptions, SchedulerCache, build_snapshot};
 use volcano_scheduler::model::Snapshot;
+use volcano_testkit::build::*;
 
 /// The scheduling state of a snapshot, independent of ids and of resource dimensions that are
 /// zero everywhere.

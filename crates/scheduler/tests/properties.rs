@@ -11,45 +11,27 @@
 //!   takes no new pods;
 //! - a gang is placed whole or not at all;
 //! - a queue never exceeds its capability;
-//! - the same input gives the same decisions;
+//! - the same input gives the same decisions, all of them;
 //! - nothing panics, whatever the input.
 //!
-//! Resources are counted here independently of the scheduler's cache: from the Pod and Node
-//! objects, with the API crate's quantity parsing.
+//! The first three are the scheduler's invariant oracle (`volcano_scheduler::invariants`),
+//! which the simulator's fault checker asks too; it counts resources independently of the
+//! scheduler's cache, from the Pod and Node objects.
 
 mod support;
-
-use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use support::*;
 use volcano_api::Objects;
-use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
-use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use volcano_api::keys;
-use volcano_api::resources::canonical_amount;
-use volcano_api::scheduling::ResourceList;
-use volcano_scheduler::conf::SchedulerConf;
+use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 use volcano_scheduler::framework::Decisions;
+use volcano_scheduler::invariants::{self, Violation};
+use volcano_testkit::build::*;
+use volcano_testkit::conf as kit;
 
 // ---------------------------------------------------------------------------------------------
 // Configurations
-
-/// The second configuration the properties run under: no overcommit, binpack scoring.
-const ALT_CONF: &str = r#"actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"#;
 
 #[derive(Debug, Clone, Copy)]
 enum Conf {
@@ -61,9 +43,9 @@ enum Conf {
 impl Conf {
     fn get(self) -> SchedulerConf {
         match self {
-            Conf::Default => default_conf(),
-            Conf::Alt => conf(ALT_CONF),
-            Conf::Evicting => conf(EVICTING_CONF),
+            Conf::Default => conf(DEFAULT_SCHEDULER_CONF),
+            Conf::Alt => conf(kit::binpack()),
+            Conf::Evicting => conf(kit::evicting()),
         }
     }
 }
@@ -73,274 +55,51 @@ fn arb_conf() -> impl Strategy<Value = Conf> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Independent resource accounting
+// The invariants: the scheduler's oracle, which counts resources from the Pod and Node objects
+// with the API crate's quantity parsing, never from the scheduler's cache
 
-/// A resource vector by name, in canonical units (milli-CPU, bytes, thousandths of scalars).
-type Res = BTreeMap<String, i64>;
-
-fn add(acc: &mut Res, r: &Res) {
-    for (k, v) in r {
-        *acc.entry(k.clone()).or_insert(0) += v;
-    }
+/// Fails with every violation of the oracle that `wanted` selects.
+fn oracle(
+    before: &Objects,
+    d: &Decisions,
+    wanted: impl Fn(&Violation) -> bool,
+) -> Result<(), TestCaseError> {
+    let broken: Vec<String> = invariants::check(before, d)
+        .iter()
+        .filter(|v| wanted(v))
+        .map(Violation::to_string)
+        .collect();
+    prop_assert!(broken.is_empty(), "{}", broken.join("\n"));
+    Ok(())
 }
 
-fn parse_list(list: Option<&ResourceList>) -> Res {
-    list.into_iter()
-        .flatten()
-        .map(|(k, q)| {
-            let v = canonical_amount(k, &q.0).unwrap_or_else(|e| panic!("{k}: {e}"));
-            (k.clone(), v)
-        })
-        .collect()
-}
-
-/// A pod's request as Kubernetes counts it (the builders make one container, no init
-/// containers, no overhead), plus one `pods`.
-fn pod_request(p: &Pod) -> Res {
-    let mut r = Res::new();
-    if let Some(spec) = &p.spec {
-        for c in &spec.containers {
-            add(
-                &mut r,
-                &parse_list(c.resources.as_ref().and_then(|x| x.requests.as_ref())),
-            );
-        }
-    }
-    *r.entry("pods".into()).or_insert(0) += 1000;
-    r
-}
-
-fn node_allocatable(n: &Node) -> Res {
-    let mut r = parse_list(n.status.as_ref().and_then(|s| s.allocatable.as_ref()));
-    r.entry("pods".into()).or_insert(110_000);
-    r
-}
-
-fn key_of(p: &Pod) -> String {
-    format!(
-        "{}/{}",
-        p.metadata.namespace.as_deref().unwrap_or("default"),
-        p.metadata.name.as_deref().unwrap_or("")
-    )
-}
-
-fn node_of(p: &Pod) -> Option<&str> {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
-}
-
-fn finished(p: &Pod) -> bool {
-    matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
-fn group_of(p: &Pod) -> Option<String> {
-    let g = p.metadata.annotations.as_ref()?.get(keys::GROUP_NAME)?;
-    Some(format!(
-        "{}/{g}",
-        p.metadata.namespace.as_deref().unwrap_or("default")
-    ))
-}
-
-/// Whether `used ≤ limit` on every dimension either names (a missing entry is zero).
-fn fits(used: &Res, limit: &Res) -> bool {
-    used.iter()
-        .all(|(k, v)| *v <= limit.get(k).copied().unwrap_or(0))
-}
-
-/// Σ requests of the pods occupying each node.
-fn usage_by_node(objs: &Objects) -> BTreeMap<String, Res> {
-    let mut m: BTreeMap<String, Res> = BTreeMap::new();
-    for p in &objs.pods {
-        if let Some(n) = node_of(p)
-            && !finished(p)
-        {
-            add(m.entry(n.to_string()).or_default(), &pod_request(p));
-        }
-    }
-    m
-}
-
-fn pods_by_key(objs: &Objects) -> BTreeMap<String, &Pod> {
-    objs.pods.iter().map(|p| (key_of(p), p)).collect()
-}
-
-// ---------------------------------------------------------------------------------------------
-// The invariants, each a check of one session's decisions against the objects it started from
-
+/// No node over its allocatable because of this session, no new pod on an out-of-sync node,
+/// out-of-sync nodes reported as the objects show them, no pod bound twice or unknown.
 fn check_nodes(before: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
-    let pods = pods_by_key(before);
-    let mut usage = usage_by_node(before);
-    let allocatable: BTreeMap<String, Res> = before
-        .nodes
-        .iter()
-        .map(|n| {
-            (
-                n.metadata.name.clone().unwrap_or_default(),
-                node_allocatable(n),
-            )
-        })
-        .collect();
-    let over_before: BTreeSet<String> = allocatable
-        .iter()
-        .filter(|(n, a)| !fits(usage.get(*n).unwrap_or(&Res::new()), a))
-        .map(|(n, _)| n.clone())
-        .collect();
-    for (pod, node) in &d.binds {
-        prop_assert!(
-            !over_before.contains(node),
-            "pod {pod} bound to out-of-sync node {node} (its pods already need more than it has)"
-        );
-        let p = pods
-            .get(pod)
-            .ok_or_else(|| TestCaseError::fail(format!("bind of unknown pod {pod}")))?;
-        prop_assert!(node_of(p).is_none(), "pod {pod} was already bound");
-        add(usage.entry(node.clone()).or_default(), &pod_request(p));
-    }
-    for (node, alloc) in &allocatable {
-        if over_before.contains(node) {
-            continue;
-        }
-        let used = usage.get(node).cloned().unwrap_or_default();
-        prop_assert!(
-            fits(&used, alloc),
-            "node {node} over its allocatable after the session: used {used:?} > allocatable {alloc:?}"
-        );
-    }
-    let reported: BTreeSet<String> = d.out_of_sync_nodes.iter().cloned().collect();
-    prop_assert_eq!(reported, over_before, "out-of-sync nodes reported");
-    Ok(())
+    oracle(before, d, |v| {
+        matches!(
+            v,
+            Violation::UnknownPod { .. }
+                | Violation::BoundTwice { .. }
+                | Violation::NodeOverAllocatable { .. }
+                | Violation::OutOfSyncMisreported { .. }
+        )
+    })
 }
 
-/// Per PodGroup `ns/name`: (minMember, pods occupying a node, pending BestEffort pods).
-fn gang_counts(objs: &Objects) -> BTreeMap<String, (i32, usize, usize)> {
-    let mut m: BTreeMap<String, (i32, usize, usize)> = objs
-        .pod_groups
-        .iter()
-        .map(|pg| {
-            let key = format!(
-                "{}/{}",
-                pg.metadata.namespace.as_deref().unwrap_or("default"),
-                pg.metadata.name.as_deref().unwrap_or("")
-            );
-            (key, (pg.spec.min_member, 0, 0))
-        })
-        .collect();
-    for p in &objs.pods {
-        let Some(e) = group_of(p).and_then(|g| m.get_mut(&g)) else {
-            continue;
-        };
-        if node_of(p).is_some() {
-            if !finished(p) {
-                e.1 += 1;
-            }
-        } else if pod_request(p).len() == 1 {
-            // Only `pods`: BestEffort.
-            e.2 += 1;
-        }
-    }
-    m
-}
-
-/// A gang that got new binds this session has at least minMember members ready. "Ready" is
-/// Volcano's `JobReady`: members on a node plus members still pending that are BestEffort
-/// (Volcano counts those as placeable anywhere).
+/// A gang that got new binds this session has at least minMember members ready (Volcano's
+/// `JobReady`: members on a node plus pending BestEffort ones).
 fn check_gangs(before: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
-    let pods = pods_by_key(before);
-    let mut after = before.clone();
-    apply(&mut after, d);
-    let counts = gang_counts(&after);
-    let mut new_binds: BTreeMap<String, usize> = BTreeMap::new();
-    for (pod, _) in &d.binds {
-        if let Some(g) = pods.get(pod).and_then(|p| group_of(p)) {
-            *new_binds.entry(g).or_default() += 1;
-        }
-    }
-    for (g, n) in &new_binds {
-        let Some((min, on_nodes, pending_be)) = counts.get(g) else {
-            continue;
-        };
-        prop_assert!(
-            (*on_nodes + *pending_be) as i64 >= i64::from(*min),
-            "gang {g} got {n} new binds but has only {on_nodes} members on nodes \
-             (+{pending_be} pending BestEffort) < minMember {min}"
-        );
-    }
-    Ok(())
+    oracle(before, d, |v| {
+        matches!(v, Violation::GangPartlyPlaced { .. })
+    })
 }
 
-fn queue_usage(objs: &Objects) -> BTreeMap<String, Res> {
-    let queue_of: BTreeMap<String, String> = objs
-        .pod_groups
-        .iter()
-        .map(|pg| {
-            let key = format!(
-                "{}/{}",
-                pg.metadata.namespace.as_deref().unwrap_or("default"),
-                pg.metadata.name.as_deref().unwrap_or("")
-            );
-            let q = if pg.spec.queue.is_empty() {
-                keys::DEFAULT_QUEUE.to_string()
-            } else {
-                pg.spec.queue.clone()
-            };
-            (key, q)
-        })
-        .collect();
-    let mut m: BTreeMap<String, Res> = BTreeMap::new();
-    for p in &objs.pods {
-        if node_of(p).is_none() || finished(p) {
-            continue;
-        }
-        if let Some(q) = group_of(p).and_then(|g| queue_of.get(&g)) {
-            add(m.entry(q.clone()).or_default(), &pod_request(p));
-        }
-    }
-    m
-}
-
-/// Σ requests of a queue's pods on nodes ≤ its capability on every dimension the capability
-/// names, for queues that were within it before the session.
+/// A queue within its capability before the session is within it after.
 fn check_queues(before: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
-    let mut after = before.clone();
-    apply(&mut after, d);
-    let used_before = queue_usage(before);
-    let used_after = queue_usage(&after);
-    for q in &before.queues {
-        let Some(cap) = q.spec.capability.as_ref().filter(|c| !c.is_empty()) else {
-            continue;
-        };
-        let name = q.metadata.name.clone().unwrap_or_default();
-        let cap = parse_list(Some(cap));
-        let within = |used: Option<&Res>| {
-            cap.iter()
-                .all(|(k, c)| used.and_then(|u| u.get(k)).copied().unwrap_or(0) <= *c)
-        };
-        if !within(used_before.get(&name)) {
-            continue;
-        }
-        prop_assert!(
-            within(used_after.get(&name)),
-            "queue {name} over its capability {cap:?} after the session: {:?}",
-            used_after.get(&name)
-        );
-    }
-    Ok(())
-}
-
-fn check_same_decisions(a: &Decisions, b: &Decisions) -> Result<(), TestCaseError> {
-    prop_assert_eq!(&a.binds, &b.binds, "binds differ");
-    prop_assert_eq!(&a.pipelined, &b.pipelined, "pipelined differ");
-    prop_assert_eq!(&a.unschedulable, &b.unschedulable, "unschedulable differ");
-    prop_assert_eq!(&a.pod_groups, &b.pod_groups, "PodGroup statuses differ");
-    prop_assert_eq!(&a.queues, &b.queues, "queue allocated differ");
-    prop_assert_eq!(&a.events, &b.events, "events differ");
-    prop_assert_eq!(&a.out_of_sync_nodes, &b.out_of_sync_nodes);
-    Ok(())
+    oracle(before, d, |v| {
+        matches!(v, Violation::QueueOverCapability { .. })
+    })
 }
 
 /// Runs `sessions` sessions one after the other, checking each one's decisions against the
@@ -359,367 +118,10 @@ fn sessions(
     Ok(())
 }
 
-// ---------------------------------------------------------------------------------------------
-// Random clusters
+#[path = "properties/clusters.rs"]
+mod clusters;
 
-const ZONES: [&str; 4] = ["a", "b", "c", "nowhere"];
-const TAINT: (&str, &str, &str) = ("dedicated", "batch", "NoSchedule");
-
-#[derive(Debug, Clone)]
-struct GenPod {
-    cpu_milli: i64,
-    mem_mi: i64,
-    gpu: i64,
-    /// Index into [`ZONES`] of a `zone` nodeSelector.
-    zone: Option<usize>,
-    tolerates: bool,
-    /// Index (modulo the node count) of the node it already runs on.
-    running_on: Option<usize>,
-}
-
-#[derive(Debug, Clone)]
-struct GenExisting {
-    cpu_milli: i64,
-    mem_mi: i64,
-    gpu: i64,
-    running: bool,
-    other_scheduler: bool,
-}
-
-#[derive(Debug, Clone)]
-struct GenNode {
-    cpu_milli: i64,
-    mem_gi: i64,
-    gpu: i64,
-    max_pods: Option<i64>,
-    zone: Option<usize>,
-    tainted: bool,
-    existing: Vec<GenExisting>,
-}
-
-#[derive(Debug, Clone)]
-struct GenQueue {
-    weight: i32,
-    /// CPU (milli-cores) and memory (GiB) guaranteed.
-    guarantee: Option<(i64, i64)>,
-    cap_cpu_milli: Option<i64>,
-    cap_mem_gi: Option<i64>,
-    cap_gpu: Option<i64>,
-}
-
-#[derive(Debug, Clone)]
-struct GenGang {
-    queue: usize,
-    min: i32,
-    min_resources: bool,
-    pods: Vec<GenPod>,
-}
-
-#[derive(Debug, Clone)]
-struct GenCluster {
-    nodes: Vec<GenNode>,
-    queues: Vec<GenQueue>,
-    gangs: Vec<GenGang>,
-}
-
-fn arb_pod() -> impl Strategy<Value = GenPod> {
-    let requests = prop_oneof![
-        1 => Just((0i64, 0i64, 0i64)),
-        5 => (1i64..=40, 0i64..=64, prop_oneof![6 => Just(0i64), 1 => 1i64..=2])
-            .prop_map(|(c, m, g)| (c * 100, m * 128, g)),
-    ];
-    (
-        requests,
-        prop::option::weighted(0.2, 0usize..ZONES.len()),
-        prop::bool::weighted(0.5),
-        prop::option::weighted(0.1, 0usize..12),
-    )
-        .prop_map(
-            |((cpu_milli, mem_mi, gpu), zone, tolerates, running_on)| GenPod {
-                cpu_milli,
-                mem_mi,
-                gpu,
-                zone,
-                tolerates,
-                running_on,
-            },
-        )
-}
-
-fn arb_existing() -> impl Strategy<Value = GenExisting> {
-    (
-        0i64..=8,
-        0i64..=16,
-        prop_oneof![8 => Just(0i64), 1 => 1i64..=2],
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(|(c, m, gpu, running, other_scheduler)| GenExisting {
-            cpu_milli: c * 500,
-            mem_mi: m * 512,
-            gpu,
-            running,
-            other_scheduler,
-        })
-}
-
-fn arb_node() -> impl Strategy<Value = GenNode> {
-    (
-        2i64..=32,
-        1i64..=64,
-        prop_oneof![3 => Just(0i64), 1 => 1i64..=4],
-        prop::option::weighted(0.15, 1i64..=8),
-        prop::option::weighted(0.6, 0usize..3),
-        prop::bool::weighted(0.2),
-        prop::collection::vec(arb_existing(), 0..=2),
-    )
-        .prop_map(
-            |(c, mem_gi, gpu, max_pods, zone, tainted, existing)| GenNode {
-                cpu_milli: c * 500,
-                mem_gi,
-                gpu,
-                max_pods,
-                zone,
-                tainted,
-                existing,
-            },
-        )
-}
-
-fn arb_queue() -> impl Strategy<Value = GenQueue> {
-    let cap = prop::option::weighted(
-        0.4,
-        (
-            prop::option::of((1i64..=40).prop_map(|c| c * 500)),
-            prop::option::of(1i64..=64),
-            prop::option::weighted(0.3, 0i64..=4),
-        ),
-    );
-    let guarantee = prop::option::weighted(0.3, ((1i64..=16).prop_map(|c| c * 500), 1i64..=32));
-    (1i32..=5, cap, guarantee).prop_map(|(weight, cap, guarantee)| {
-        let (cap_cpu_milli, cap_mem_gi, cap_gpu) = cap.unwrap_or((None, None, None));
-        GenQueue {
-            weight,
-            guarantee,
-            cap_cpu_milli,
-            cap_mem_gi,
-            cap_gpu,
-        }
-    })
-}
-
-fn arb_gang() -> impl Strategy<Value = GenGang> {
-    (
-        prop::collection::vec(arb_pod(), 1..=6),
-        0usize..4,
-        prop::bool::weighted(0.3),
-    )
-        .prop_flat_map(|(pods, queue, min_resources)| {
-            let n = pods.len() as i32;
-            (1..=n).prop_map(move |min| GenGang {
-                queue,
-                min,
-                min_resources,
-                pods: pods.clone(),
-            })
-        })
-}
-
-fn arb_cluster() -> impl Strategy<Value = GenCluster> {
-    (
-        prop::collection::vec(arb_node(), 1..=12),
-        prop::collection::vec(arb_queue(), 1..=4),
-        prop::collection::vec(arb_gang(), 1..=8),
-    )
-        .prop_map(|(nodes, queues, gangs)| GenCluster {
-            nodes,
-            queues,
-            gangs,
-        })
-}
-
-impl GenPod {
-    fn template(&self) -> Template {
-        let mut t = template()
-            .cpu_milli(self.cpu_milli)
-            .mem(self.mem_mi * MI)
-            .gpu(self.gpu);
-        if let Some(z) = self.zone {
-            t = t.node_selector("zone", ZONES[z]);
-        }
-        if self.tolerates {
-            t = t.toleration(TAINT.0, TAINT.1, TAINT.2);
-        }
-        t
-    }
-}
-
-impl GenCluster {
-    fn objects(&self) -> Objects {
-        let mut c = cluster();
-        for (i, n) in self.nodes.iter().enumerate() {
-            let name = format!("n{i}");
-            let mut b = node(&name)
-                .cpu_milli(n.cpu_milli)
-                .mem_gi(n.mem_gi)
-                .gpu(n.gpu);
-            if let Some(p) = n.max_pods {
-                b = b.max_pods(p);
-            }
-            if let Some(z) = n.zone {
-                b = b.label("zone", ZONES[z]);
-            }
-            if n.tainted {
-                b = b.taint(TAINT.0, TAINT.1, TAINT.2);
-            }
-            c = c.with(b);
-            for (k, e) in n.existing.iter().enumerate() {
-                let mut p = pod("sys", &format!("ext-{i}-{k}"))
-                    .template(
-                        template()
-                            .cpu_milli(e.cpu_milli)
-                            .mem(e.mem_mi * MI)
-                            .gpu(e.gpu),
-                    )
-                    .on(&name);
-                if e.running {
-                    p = p.running();
-                }
-                if e.other_scheduler {
-                    p = p.scheduler("default-scheduler");
-                }
-                c = c.with(p);
-            }
-        }
-        for (i, q) in self.queues.iter().enumerate() {
-            let mut b = queue(&format!("q{i}")).weight(q.weight);
-            if let Some((cpu, mem_gi)) = q.guarantee {
-                b = b.guarantee(cpu, mem_gi * GI);
-            }
-            if let Some(v) = q.cap_cpu_milli {
-                b = b.capability_cpu(v);
-            }
-            if let Some(v) = q.cap_mem_gi {
-                b = b.capability_mem(v * GI);
-            }
-            if let Some(v) = q.cap_gpu {
-                b = b.capability_gpu(v);
-            }
-            c = c.with(b);
-        }
-        let mut objs = c.objects();
-        for (i, g) in self.gangs.iter().enumerate() {
-            let name = format!("pg{i}");
-            let mut b = gang("team", &name)
-                .queue(&format!("q{}", g.queue % self.queues.len()))
-                .min(g.min);
-            for p in &g.pods {
-                b = b.pods_like(1, p.template());
-            }
-            if g.min_resources {
-                b = b.with_min_resources();
-            }
-            let (pg, mut pods) = b.build();
-            for (p, gp) in pods.iter_mut().zip(&g.pods) {
-                if let (Some(n), Some(spec)) = (gp.running_on, p.spec.as_mut()) {
-                    spec.node_name = Some(format!("n{}", n % self.nodes.len()));
-                    if let Some(st) = p.status.as_mut() {
-                        st.phase = Some("Running".into());
-                    }
-                }
-            }
-            objs.pod_groups.push(pg);
-            objs.pods.extend(pods);
-        }
-        objs
-    }
-}
-
-/// Inputs no valid cluster would hold but a real one might show for a moment: nodes without
-/// status or with nothing allocatable, pods bound to unknown nodes, minMember above the pod
-/// count or zero, PodGroups in missing queues, zero capabilities, finished pods.
-#[derive(Debug, Clone)]
-struct Wild {
-    base: GenCluster,
-    strip_status: Vec<usize>,
-    ghost_bound: Vec<usize>,
-    min_shift: Vec<i32>,
-    missing_queue: Vec<usize>,
-    zero_capability: bool,
-    finished: Vec<(usize, bool)>,
-}
-
-fn arb_wild() -> impl Strategy<Value = Wild> {
-    (
-        arb_cluster(),
-        prop::collection::vec(0usize..12, 0..=2),
-        prop::collection::vec(0usize..40, 0..=3),
-        prop::collection::vec(-2i32..=3, 0..=8),
-        prop::collection::vec(0usize..8, 0..=2),
-        any::<bool>(),
-        prop::collection::vec((0usize..40, any::<bool>()), 0..=4),
-    )
-        .prop_map(
-            |(
-                base,
-                strip_status,
-                ghost_bound,
-                min_shift,
-                missing_queue,
-                zero_capability,
-                finished,
-            )| {
-                Wild {
-                    base,
-                    strip_status,
-                    ghost_bound,
-                    min_shift,
-                    missing_queue,
-                    zero_capability,
-                    finished,
-                }
-            },
-        )
-}
-
-impl Wild {
-    fn objects(&self) -> Objects {
-        let mut objs = self.base.objects();
-        let n_nodes = objs.nodes.len();
-        for &i in &self.strip_status {
-            if i % 2 == 0 {
-                objs.nodes[i % n_nodes].status = None;
-            } else if let Some(st) = objs.nodes[i % n_nodes].status.as_mut() {
-                st.allocatable = Some(ResourceList::new());
-            }
-        }
-        let n_pods = objs.pods.len();
-        for &i in &self.ghost_bound {
-            if let Some(spec) = objs.pods[i % n_pods].spec.as_mut() {
-                spec.node_name = Some("ghost".into());
-            }
-        }
-        for (&i, pg) in self.min_shift.iter().zip(objs.pod_groups.iter_mut()) {
-            pg.spec.min_member = (pg.spec.min_member + i).max(0);
-        }
-        let n_pgs = objs.pod_groups.len();
-        for &i in &self.missing_queue {
-            objs.pod_groups[i % n_pgs].spec.queue = "missing".into();
-        }
-        if self.zero_capability {
-            objs.queues[0].spec.capability = Some(ResourceList::from([
-                ("cpu".to_string(), Quantity("0".into())),
-                (GPU.to_string(), Quantity("0".into())),
-            ]));
-        }
-        for &(i, ok) in &self.finished {
-            if let Some(st) = objs.pods[i % n_pods].status.as_mut() {
-                st.phase = Some(if ok { "Succeeded" } else { "Failed" }.into());
-            }
-        }
-        objs
-    }
-}
+use clusters::{arb_cluster, arb_wild};
 
 /// `cases` per property, unless `PROPTEST_CASES` asks for more (or fewer) for a deeper run.
 fn config(cases: u32) -> ProptestConfig {
@@ -760,8 +162,7 @@ proptest! {
         for i in 1..=3 {
             let a = run_session_n(&objs, &conf, i);
             let b = run_session_n(&objs.clone(), &conf, i);
-            check_same_decisions(&a, &b)
-                .map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
+            prop_assert_eq!(&a, &b, "session {} decided differently on the same input", i);
             apply(&mut objs, &a);
         }
     }
@@ -779,6 +180,20 @@ proptest! {
 
 // ---------------------------------------------------------------------------------------------
 // Regressions a user would notice
+
+/// Runs one session over `objs` with the built-in configuration.
+fn session(objs: &Objects) -> Decisions {
+    run_session_n(objs, &SchedulerConf::default_conf(), 1)
+}
+
+/// The pods bound to `node` in the decisions, by `ns/name`.
+fn bound_to<'a>(d: &'a Decisions, node: &str) -> Vec<&'a str> {
+    d.binds
+        .iter()
+        .filter(|(_, n)| n == node)
+        .map(|(p, _)| p.as_str())
+        .collect()
+}
 
 /// Volcano #4028: backfill used `break` on a BestEffort pod that fits nowhere, so one pod with a
 /// nodeSelector matching no node stopped every BestEffort pod after it for the whole session.

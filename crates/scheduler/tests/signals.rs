@@ -12,7 +12,14 @@ use support::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::PodCondition;
 use volcano_api::scheduling::ResourceList;
+use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 use volcano_scheduler::framework::{Decisions, FAILED_SCHEDULING};
+use volcano_testkit::build::*;
+
+/// The built-in configuration, from the text the scheduler ships.
+fn default_conf() -> SchedulerConf {
+    conf(DEFAULT_SCHEDULER_CONF)
+}
 
 fn events<'a>(d: &'a Decisions, reason: &str) -> Vec<(&'a str, &'a str)> {
     d.events

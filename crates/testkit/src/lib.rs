@@ -1,6 +1,11 @@
-//! Test clusters for the end-to-end tiers.
+//! The shared test kit.
 //!
-//! The real tier runs the project against a real `kube-apiserver` and `etcd`, found the envtest
+//! - [`build`]: fluent builders of the objects tests describe clusters with (Nodes, Pods,
+//!   PodGroups, Queues, Jobs, PriorityClasses), as a user would apply them.
+//! - [`conf`]: named `volcano-scheduler.conf` texts the tests run under.
+//!
+//! Both need only `volcano-api`. With the `cluster` feature (on by default), the kit also
+//! brings up test clusters for the end-to-end tiers. The real tier runs the project against a real `kube-apiserver` and `etcd`, found the envtest
 //! way: `KUBEBUILDER_ASSETS` names a folder holding both binaries (and, optionally,
 //! `kube-controller-manager`). Where they are absent, tests of the tier skip and say so.
 //!
@@ -13,17 +18,27 @@
 //!   a pod deleted gracefully is confirmed gone, as a real kubelet does.
 //! - [`module_layers`]: the circles among a crate's modules, read from its sources.
 
+#[cfg(feature = "cluster")]
 pub mod assets;
+pub mod build;
+pub mod conf;
+#[cfg(feature = "cluster")]
 pub mod control_plane;
+#[cfg(feature = "cluster")]
 pub mod install;
+#[cfg(feature = "cluster")]
 pub mod kubelet;
 pub mod module_layers;
+#[cfg(feature = "cluster")]
 mod process;
 
+#[cfg(feature = "cluster")]
 pub use assets::Assets;
+#[cfg(feature = "cluster")]
 pub use control_plane::RealControlPlane;
 
 /// Why a test cluster could not be brought up or driven.
+#[cfg(feature = "cluster")]
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     /// A file or process operation failed.
@@ -70,6 +85,7 @@ pub enum HarnessError {
     Invalid(String),
 }
 
+#[cfg(feature = "cluster")]
 impl HarnessError {
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         HarnessError::Io {

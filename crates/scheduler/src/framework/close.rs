@@ -53,7 +53,7 @@ pub struct QueueAllocated {
 }
 
 /// Everything a session decided.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
     /// `(ns/pod, node)` to bind, in decision order.
     pub binds: Vec<(String, String)>,

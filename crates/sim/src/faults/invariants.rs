@@ -4,19 +4,13 @@
 //! The session checks read what the scheduler *decided*, before faults cut its writes: a
 //! decision is wrong or right on its own, and a write that failed only removes from it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use volcano_api::Objects;
 use volcano_api::batch::job_phase;
 use volcano_api::event::Event;
-use volcano_api::k8s_openapi::api::core::v1::Pod;
-use volcano_api::keys;
 use volcano_scheduler::framework::Decisions;
-
-use super::accounting::{
-    Res, add, fits_node, group_of, key, node_allocatable, node_of, parse, phase, pod_request, show,
-    within,
-};
+use volcano_scheduler::invariants::{self, accounting::key};
 
 /// A broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +68,46 @@ pub enum Violation {
         /// Its phase.
         phase: String,
     },
+    /// Another invariant of a session's decisions broke: one the scheduler's oracle names
+    /// and this checker has no variant of its own for.
+    Session(invariants::Violation),
+}
+
+impl From<invariants::Violation> for Violation {
+    fn from(v: invariants::Violation) -> Self {
+        use invariants::Violation as V;
+        match v {
+            V::BoundTwice { pod, on, to } => Violation::BoundTwice { pod, on, to },
+            V::NodeOverAllocatable {
+                node,
+                used,
+                allocatable,
+            } => Violation::NodeOverAllocatable {
+                node,
+                used,
+                allocatable,
+            },
+            V::GangPartlyPlaced {
+                pod_group,
+                ready,
+                min_member,
+            } => Violation::GangPartlyPlaced {
+                pod_group,
+                ready,
+                min_member,
+            },
+            V::QueueOverCapability {
+                queue,
+                used,
+                capability,
+            } => Violation::QueueOverCapability {
+                queue,
+                used,
+                capability,
+            },
+            other => Violation::Session(other),
+        }
+    }
 }
 
 impl std::fmt::Display for Violation {
@@ -114,6 +148,7 @@ impl std::fmt::Display for Violation {
                 f,
                 "event {reason} on {object} recorded twice for one transition: {message}"
             ),
+            Violation::Session(v) => write!(f, "{v}"),
             Violation::JobNotFinished { job, phase } => {
                 write!(
                     f,
@@ -147,150 +182,14 @@ impl Invariants {
         &self.violations
     }
 
-    /// Checks a session's decisions against the objects it started from.
+    /// Checks a session's decisions against the objects it started from, with the scheduler's
+    /// own oracle ([`volcano_scheduler::invariants`]).
     pub fn session(&mut self, before: &Objects, d: &Decisions) {
-        let pods: HashMap<String, &Pod> =
-            before.pods.iter().map(|p| (key(&p.metadata), p)).collect();
-        let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
-        let mut bound: Vec<(&Pod, &str)> = Vec::new();
-        for (pod, node) in &d.binds {
-            let Some(p) = pods.get(pod) else { continue };
-            if let Some(on) = node_of(p) {
-                self.violations.push(Violation::BoundTwice {
-                    pod: pod.clone(),
-                    on: on.to_string(),
-                    to: node.clone(),
-                });
-            }
-            bound.push((p, node));
-        }
-        if bound.is_empty() {
-            return;
-        }
-        let occupies = |p: &Pod| {
-            node_of(p).is_some()
-                && !matches!(phase(p), "Succeeded" | "Failed")
-                && !evicted.contains(key(&p.metadata).as_str())
-        };
-        self.nodes(before, &bound, &occupies);
-        self.gangs(before, &bound, &evicted);
-        self.queues(before, &bound, &occupies);
-    }
-
-    fn nodes(&mut self, before: &Objects, bound: &[(&Pod, &str)], occupies: &dyn Fn(&Pod) -> bool) {
-        let targets: BTreeSet<&str> = bound.iter().map(|(_, n)| *n).collect();
-        let mut used: BTreeMap<&str, Res> = BTreeMap::new();
-        for p in before.pods.iter().filter(|p| occupies(p)) {
-            if let Some(n) = node_of(p).filter(|n| targets.contains(n)) {
-                add(used.entry(n).or_default(), &pod_request(p));
-            }
-        }
-        for (p, n) in bound {
-            add(used.entry(n).or_default(), &pod_request(p));
-        }
-        for node in &before.nodes {
-            let Some(name) = node.metadata.name.as_deref() else {
-                continue;
-            };
-            let Some(u) = used.get(name) else { continue };
-            let allocatable = node_allocatable(node);
-            if !fits_node(u, &allocatable) {
-                self.violations.push(Violation::NodeOverAllocatable {
-                    node: name.to_string(),
-                    used: show(u),
-                    allocatable: show(&allocatable),
-                });
-            }
-        }
-    }
-
-    fn gangs(&mut self, before: &Objects, bound: &[(&Pod, &str)], evicted: &BTreeSet<&str>) {
-        let now_bound: BTreeSet<String> = bound.iter().map(|(p, _)| key(&p.metadata)).collect();
-        let groups: BTreeSet<String> = bound.iter().filter_map(|(p, _)| group_of(p)).collect();
-        let mut ready: BTreeMap<&str, usize> = BTreeMap::new();
-        for p in &before.pods {
-            let Some(g) = group_of(p).filter(|g| groups.contains(g)) else {
-                continue;
-            };
-            let k = key(&p.metadata);
-            // Volcano's JobReady: members bound or done, plus pending BestEffort ones.
-            let counts = if now_bound.contains(&k) {
-                true
-            } else if node_of(p).is_some() {
-                phase(p) != "Failed" && !evicted.contains(k.as_str())
-            } else {
-                pod_request(p).len() == 1
-            };
-            if counts && let Some(g) = groups.get(&g) {
-                *ready.entry(g.as_str()).or_default() += 1;
-            }
-        }
-        for pg in &before.pod_groups {
-            let k = key(&pg.metadata);
-            if !groups.contains(&k) {
-                continue;
-            }
-            let n = ready.get(k.as_str()).copied().unwrap_or(0);
-            if (n as i64) < i64::from(pg.spec.min_member) {
-                self.violations.push(Violation::GangPartlyPlaced {
-                    pod_group: k,
-                    ready: n,
-                    min_member: pg.spec.min_member,
-                });
-            }
-        }
-    }
-
-    fn queues(
-        &mut self,
-        before: &Objects,
-        bound: &[(&Pod, &str)],
-        occupies: &dyn Fn(&Pod) -> bool,
-    ) {
-        let queue_of: HashMap<String, &str> = before
-            .pod_groups
-            .iter()
-            .map(|pg| {
-                let q = if pg.spec.queue.is_empty() {
-                    keys::DEFAULT_QUEUE
-                } else {
-                    pg.spec.queue.as_str()
-                };
-                (key(&pg.metadata), q)
-            })
-            .collect();
-        let queue_of_pod = |p: &Pod| group_of(p).and_then(|g| queue_of.get(&g).copied());
-        let mut used: BTreeMap<&str, Res> = BTreeMap::new();
-        for p in before.pods.iter().filter(|p| occupies(p)) {
-            if let Some(q) = queue_of_pod(p) {
-                add(used.entry(q).or_default(), &pod_request(p));
-            }
-        }
-        let mut after = used.clone();
-        for (p, _) in bound {
-            if let Some(q) = queue_of_pod(p) {
-                add(after.entry(q).or_default(), &pod_request(p));
-            }
-        }
-        for q in &before.queues {
-            let Some(cap) = q.spec.capability.as_ref().filter(|c| !c.is_empty()) else {
-                continue;
-            };
-            let name = q.metadata.name.as_deref().unwrap_or_default();
-            let cap = parse(Some(cap));
-            let empty = Res::new();
-            let (was, is) = (
-                used.get(name).unwrap_or(&empty),
-                after.get(name).unwrap_or(&empty),
-            );
-            if within(was, &cap) && !within(is, &cap) {
-                self.violations.push(Violation::QueueOverCapability {
-                    queue: name.to_string(),
-                    used: show(is),
-                    capability: show(&cap),
-                });
-            }
-        }
+        self.violations.extend(
+            invariants::check(before, d)
+                .into_iter()
+                .map(Violation::from),
+        );
     }
 
     /// Notes what each object looks like now, as events see it: a PodGroup's phase and newest
