@@ -11,7 +11,7 @@ use volcano_api::scheduling::Queue;
 use volcano_api::{NamespacedName, ObjectKind, Objects, WatchEvent, keys};
 
 use crate::cache::{BuildError, CacheOptions, SchedulerCache, build_snapshot, implicit_queue};
-use crate::conf::SchedulerConf;
+use crate::conf::{ActionKind, SchedulerConf};
 use crate::framework::{Decisions, Session, SessionOptions};
 use crate::model::Snapshot;
 
@@ -45,7 +45,7 @@ pub trait SessionObserver {
         run()
     }
     /// An action runs.
-    fn action(&mut self, _action: &str, run: &mut dyn FnMut()) {
+    fn action(&mut self, _action: ActionKind, run: &mut dyn FnMut()) {
         run()
     }
     /// A plugin has its last word as the session closes.
@@ -80,9 +80,9 @@ impl Prepared {
         let mut ssn = Session::open_observed(self.snapshot, conf, opts, &mut |p, run| {
             observer.plugin_open(p, run)
         });
-        for action in &conf.actions {
-            observer.action(action, &mut || crate::actions::run(action, &mut ssn));
-        }
+        ssn.run_actions_observed(&mut |action, run: &mut dyn FnMut()| {
+            observer.action(action, run)
+        });
         ssn.close_observed(&mut |p, run| observer.plugin_close(p, run))
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use volcano_scheduler::conf::ActionKind;
 use volcano_scheduler::cycle::SessionObserver;
 
 use super::scheduler::{ON_CLOSE, ON_OPEN, SchedulerMetrics};
@@ -47,7 +48,7 @@ impl SessionObserver for SessionTimer<'_> {
         self.plugin(plugin, ON_OPEN, run);
     }
 
-    fn action(&mut self, action: &str, run: &mut dyn FnMut()) {
+    fn action(&mut self, action: ActionKind, run: &mut dyn FnMut()) {
         // The session is open once its first action starts.
         if !self.open_recorded {
             self.open_recorded = true;
@@ -59,7 +60,7 @@ impl SessionObserver for SessionTimer<'_> {
         run();
         self.metrics
             .action_latency_ms
-            .get_or_create(&label("action", action.to_string()))
+            .get_or_create(&label("action", action.name().to_string()))
             .observe(ms(t.elapsed()));
     }
 
