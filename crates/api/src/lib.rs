@@ -11,6 +11,7 @@ pub mod crds;
 pub mod custom_resource;
 pub mod event;
 pub mod keys;
+pub mod lifecycle;
 pub mod quantity;
 pub mod resources;
 pub mod scenario;
