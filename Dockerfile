@@ -1,5 +1,7 @@
 # The volcano-rs image: one binary, `volcano`, whose subcommands are the scheduler
-# (`volcano scheduler`) and the controllers (`volcano controller-manager`); see deploy/.
+# (`volcano scheduler`), the controllers (`volcano controller-manager`) and the admission
+# webhooks (`volcano webhook-manager`); see deploy/. It is built without the default feature
+# `local-cluster`: the embedded API server of `volcano up` has no business on a cluster.
 #
 #   docker build -t ghcr.io/volcano-rs/volcano:0.1.0 .
 
@@ -11,7 +13,7 @@ COPY . .
 # out of the cached target directory, which does not survive the RUN step.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p volcano-cli --bin volcano \
+    cargo build --release --locked -p volcano-cli --bin volcano --no-default-features \
     && cp target/release/volcano /usr/local/bin/volcano
 
 # Runtime stage: glibc and libgcc only, no shell, running as the unprivileged user 65532.

@@ -1,5 +1,6 @@
 //! Kubernetes-facing types of volcano-rs: the Volcano CRDs, the Kubernetes objects a scenario
-//! holds, Kubernetes quantity parsing and multi-document YAML loading with precise errors.
+//! holds, Kubernetes quantity parsing and multi-document YAML loading with precise errors, and
+//! the lifecycle annotations of simulated pods ([`lifecycle`]).
 //!
 //! This crate holds no scheduling logic. It guarantees that every object it hands out has passed
 //! the checks a user would expect `kubectl apply` and Volcano's webhooks to make, and that every
@@ -11,6 +12,7 @@ pub mod crds;
 pub mod custom_resource;
 pub mod event;
 pub mod keys;
+pub mod lifecycle;
 pub mod object_ref;
 pub mod quantity;
 pub mod resources;

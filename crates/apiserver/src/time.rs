@@ -1,9 +1,12 @@
 //! Wall-clock helpers: RFC 3339 timestamps as Kubernetes writes them, and kubectl's `AGE` form.
 //!
-//! Written out here (days-from-civil arithmetic) because nothing else in the crate needs a date
-//! library. Times are whole seconds since the Unix epoch, UTC.
+//! Times are whole seconds since the Unix epoch, UTC: the server writes `metav1.Time`, whose
+//! wire form has no fraction (`2006-01-02T15:04:05Z`). Dates are jiff's, the library
+//! k8s-openapi already uses for its timestamps.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::jiff::Timestamp;
 
 /// Seconds since the Unix epoch now, by the system clock.
 pub fn unix_now() -> i64 {
@@ -14,73 +17,21 @@ pub fn unix_now() -> i64 {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day number from [`days_from_civil`].
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// `2024-05-01T12:00:00Z`.
+/// `2024-05-01T12:00:00Z`. A time outside the years -9999 to 9999 (from a huge grace period)
+/// is written as jiff's last or first instant.
 pub fn format_rfc3339(secs: i64) -> String {
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let ts = Timestamp::from_second(secs).unwrap_or(if secs < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    });
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses `2024-05-01T12:00:00Z`, with optional fractional seconds and a `+hh:mm` offset.
+/// Parses `2024-05-01T12:00:00Z`, with optional fractional seconds (dropped) and a `+hh:mm`
+/// offset.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = s.get(19..)?;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        rest = frac.get(digits..)?;
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first() {
-                Some(b'+') => 1,
-                Some(b'-') => -1,
-                _ => return None,
-            };
-            let (oh, om) = rest.get(1..)?.split_once(':')?;
-            sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
-        }
-    };
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset)
+    s.parse::<Timestamp>().ok().map(Timestamp::as_second)
 }
 
 /// kubectl's human duration (`45s`, `3m12s`, `5h`, `12d`), as the `AGE` column shows it.
@@ -138,6 +89,21 @@ mod tests {
             Some(1_714_564_800)
         );
         assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(parse_rfc3339("2024-05-01T12:00:00"), None, "no offset");
+        assert_eq!(
+            parse_rfc3339("2024-05-01T12:00:00.999999Z"),
+            Some(1_714_564_800)
+        );
+    }
+
+    #[test]
+    fn whole_seconds_in_utc_and_out_of_range_clamped() {
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_rfc3339(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(format_rfc3339(951_825_599), "2000-02-29T11:59:59Z");
+        // jiff's last instant, which no UTC offset can push past the year 9999.
+        assert_eq!(format_rfc3339(i64::MAX), "9999-12-30T22:00:00Z");
+        assert_eq!(format_rfc3339(i64::MIN), "-9999-01-02T01:59:59Z");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod schedule;
 mod sim;
 mod sim_output;
 mod soak;
+#[cfg(feature = "local-cluster")]
 mod up;
 mod vcctl;
 mod webhook;
@@ -57,7 +58,11 @@ enum Command {
     Queue(vcctl::QueueCommand),
     /// A local control plane in one process: API server, simulated nodes, scheduler and
     /// controllers; writes a kubeconfig for kubectl.
+    #[cfg(feature = "local-cluster")]
     Up(Box<up::UpArgs>),
+    /// Not in this build: the local control plane (cargo feature `local-cluster`).
+    #[cfg(not(feature = "local-cluster"))]
+    Up(NoLocalCluster),
     /// Time scheduling sessions over a synthetic cluster held in memory.
     Bench(Box<bench::BenchArgs>),
 }
@@ -81,6 +86,27 @@ enum SimExperiment {
     /// A running cluster under steady churn for a long virtual time, with conflicting writes:
     /// work-queue lengths and resident memory, minute by minute.
     Soak(soak::SoakArgs),
+}
+
+/// `volcano up` in a build without the local control plane: any flags, and a refusal that
+/// says why, rather than clap's "unrecognized subcommand".
+#[cfg(not(feature = "local-cluster"))]
+#[derive(clap::Args, Debug)]
+struct NoLocalCluster {
+    /// `volcano up`'s flags, ignored.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _flags: Vec<String>,
+}
+
+#[cfg(not(feature = "local-cluster"))]
+impl NoLocalCluster {
+    fn run(&self) -> Result<(), Failure> {
+        Err(Failure::Input(
+            "this build of volcano has no local control plane: `volcano up` needs the cargo \
+             feature `local-cluster` (a default feature; this binary was built without it)"
+                .to_string(),
+        ))
+    }
 }
 
 /// Output format.
@@ -124,6 +150,7 @@ fn main() -> ExitCode {
         Command::Scheduler(a) => Some(a.common.shared.log_level()),
         Command::ControllerManager(a) => Some(a.common.shared.log_level()),
         Command::WebhookManager(a) => Some(a.shared.log_level()),
+        #[cfg(feature = "local-cluster")]
         Command::Up(_) => Some(tracing::Level::INFO),
         _ => None,
     };
@@ -171,7 +198,10 @@ fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args),
         Command::Job(cmd) => vcctl::run_job(cmd),
         Command::Queue(cmd) => vcctl::run_queue(cmd),
+        #[cfg(feature = "local-cluster")]
         Command::Up(args) => up::run(&args),
+        #[cfg(not(feature = "local-cluster"))]
+        Command::Up(absent) => absent.run(),
         Command::Bench(args) => bench::run(&args),
     };
     match result {

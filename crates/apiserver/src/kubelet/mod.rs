@@ -1,12 +1,14 @@
 //! Simulated nodes and their kubelets, running pods against the store in-process.
 //!
 //! [`Kubelets::start`] registers Node objects and plays the kubelet of each: a pending pod bound
-//! to one of these nodes becomes Running after a startup delay, then ends:
-//! - after the Go duration in annotation [`DURATION_ANNOTATION`] → Succeeded (exit code 0);
-//! - after the duration in [`FAIL_AFTER_ANNOTATION`] → Failed (exit code 1), whichever of the
-//!   two comes first;
+//! to one of these nodes becomes Running after a startup delay, then ends as
+//! [`volcano_api::lifecycle`] says, the rules `volcano sim`'s kubelets follow too:
+//! - after annotation `sim.volcano-rs.io/duration` → Succeeded (exit code 0);
+//! - after `sim.volcano-rs.io/fail-after` → Failed (exit code 1), whichever of the two comes
+//!   first (a tie fails); each read from the pod, else its Volcano Job, else its PodGroup, in
+//!   the grammar of the README (`90s`, `1h30m`, `1.5h`, `1d`, ...);
 //! - otherwise, when the first container's command is `sleep N` (directly or as the whole
-//!   script of `sh -c`), after N seconds → Succeeded;
+//!   script of `sh -c`), after N → Succeeded;
 //! - otherwise never: it runs until deleted.
 //!
 //! A pod deleted while it runs is marked for deletion by the store (graceful deletion); its
@@ -18,7 +20,7 @@
 //! already Running (after a restart of the kubelets) is given its whole duration again from
 //! then.
 
-mod duration;
+mod lifetime;
 mod status;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -27,7 +29,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-pub use duration::{parse_go_duration, sleep_duration};
+pub use lifetime::{lifetime, lifetime_among, owners};
 pub use status::{node_ip, node_object, pod_ip, running, terminated};
 
 use crate::error::ApiError;
@@ -36,11 +38,6 @@ use crate::shared::{SharedStore, WatchEvent};
 use crate::store::graceful::is_terminating;
 use crate::store::meta::meta_str;
 use crate::store::{ChangeType, DeleteOptions, Part, Preconditions, Selectors};
-
-/// Annotation: how long the pod runs before it succeeds (Go duration, `30s`, `1h30m`).
-pub const DURATION_ANNOTATION: &str = "sim.volcano-rs.io/duration";
-/// Annotation: how long the pod runs before it fails with exit code 1.
-pub const FAIL_AFTER_ANNOTATION: &str = "sim.volcano-rs.io/fail-after";
 
 /// A simulated node.
 #[derive(Debug, Clone, PartialEq)]
@@ -352,7 +349,8 @@ impl PodRun {
                 return;
             }
         }
-        let Some((after, exit_code)) = lifetime(&self.pod) else {
+        let owners = owners(&self.store, &self.pod);
+        let Some((after, exit_code)) = lifetime_among(&self.pod, &owners) else {
             return;
         };
         tokio::time::sleep(after).await;
@@ -388,25 +386,6 @@ impl PodRun {
             s.update(pods, Some(ns), name, new, Part::Status, w)
                 .map(|_| ())
         })
-    }
-}
-
-/// How long a pod runs once started and the exit code it ends with; None if it never ends.
-pub fn lifetime(pod: &Value) -> Option<(Duration, i32)> {
-    let annotation = |key: &str| {
-        pod.pointer("/metadata/annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
-            .and_then(parse_go_duration)
-    };
-    match (
-        annotation(DURATION_ANNOTATION),
-        annotation(FAIL_AFTER_ANNOTATION),
-    ) {
-        (Some(ok), Some(fail)) if fail <= ok => Some((fail, 1)),
-        (Some(ok), _) => Some((ok, 0)),
-        (None, Some(fail)) => Some((fail, 1)),
-        (None, None) => sleep_duration(pod).map(|d| (d, 0)),
     }
 }
 

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use volcano_api::lifecycle::{DURATION, FAIL_AFTER};
+
 use super::*;
 use crate::shared::{SharedOptions, Watch};
 
@@ -82,7 +84,7 @@ async fn sleep_pod_runs_then_succeeds() {
 #[tokio::test(start_paused = true)]
 async fn annotations_decide_the_end() {
     let (store, _kubelets, mut watch) = start().await;
-    let ann = json!({FAIL_AFTER_ANNOTATION: "30s", DURATION_ANNOTATION: "1m"});
+    let ann = json!({FAIL_AFTER: "30s", DURATION: "1m"});
     store
         .create(
             "pods",
@@ -201,4 +203,71 @@ async fn a_pod_on_a_node_without_kubelet_stays_terminating() {
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let away = store.get("pods", Some("default"), "away").unwrap();
     assert!(!meta_str(&away, "deletionTimestamp").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_duration_in_days_is_read_as_volcano_sim_reads_it() {
+    let (store, _kubelets, mut watch) = start().await;
+    let t0 = tokio::time::Instant::now();
+    store
+        .create(
+            "pods",
+            Some("default"),
+            pod("day", "n1", json!(["sleep", "5"]), json!({DURATION: "1d"})),
+        )
+        .unwrap();
+    assert_eq!(
+        phases_until(&mut watch, "day", "Succeeded").await,
+        ["Pending", "Running", "Succeeded"]
+    );
+    assert_eq!(t0.elapsed().as_secs(), 86_400 + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bad_duration_is_read_as_unset_and_the_pod_runs_on() {
+    let (store, _kubelets, mut watch) = start().await;
+    // Neither is refused on create: the kubelet reads a value it cannot parse as absent, so
+    // `sleep 5` ends the first pod and nothing ends the second.
+    let bad = json!({DURATION: "10"});
+    store
+        .create(
+            "pods",
+            Some("default"),
+            pod("sleeps", "n1", json!(["sleep", "5"]), bad.clone()),
+        )
+        .unwrap();
+    store
+        .create(
+            "pods",
+            Some("default"),
+            pod("serves", "n2", json!(["nginx"]), bad),
+        )
+        .unwrap();
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(
+        phases_until(&mut watch, "sleeps", "Succeeded").await,
+        ["Pending", "Running", "Succeeded"]
+    );
+    assert_eq!(t0.elapsed().as_secs(), 6);
+    tokio::time::sleep(Duration::from_secs(86_400)).await;
+    let serves = store.get("pods", Some("default"), "serves").unwrap();
+    assert_eq!(serves["status"]["phase"], "Running");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_without_annotations_takes_its_pod_groups() {
+    let (store, _kubelets, mut watch) = start().await;
+    let group = json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "g", "annotations": {FAIL_AFTER: "2m"}},
+        "spec": {"minMember": 1}});
+    store.create("podgroups", Some("default"), group).unwrap();
+    let mut p = pod("member", "n1", json!(["sleep", "3600"]), json!({}));
+    p["metadata"]["annotations"] = json!({"scheduling.k8s.io/group-name": "g"});
+    store.create("pods", Some("default"), p).unwrap();
+    let t0 = tokio::time::Instant::now();
+    assert_eq!(
+        phases_until(&mut watch, "member", "Failed").await,
+        ["Pending", "Running", "Failed"]
+    );
+    assert_eq!(t0.elapsed().as_secs(), 121);
 }

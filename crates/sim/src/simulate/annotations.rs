@@ -7,18 +7,18 @@ use std::time::Duration;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use volcano_api::lifecycle::{Annotated, Lifecycle};
 use volcano_api::resources::canonical_amount;
 use volcano_api::scenario::{LoadError, ObjectKey, Source};
 use volcano_api::scheduling::ResourceList;
 
 use super::duration;
 
+/// The pod lifecycle annotations and outcome, shared with `volcano up`'s kubelets.
+pub use volcano_api::lifecycle::{DURATION, FAIL_AFTER, Outcome};
+
 /// When an object is created, e.g. `90s`, `15m`, `2h` (default `0s`).
 pub const SUBMIT_AT: &str = "sim.volcano-rs.io/submit-at";
-/// How long a pod runs once started, then it Succeeds.
-pub const DURATION: &str = "sim.volcano-rs.io/duration";
-/// How long a pod runs once started, then it Fails with exit code 1.
-pub const FAIL_AFTER: &str = "sim.volcano-rs.io/fail-after";
 /// When a node goes away (NotReady; its pods are lost).
 pub const DOWN_AT: &str = "sim.volcano-rs.io/down-at";
 /// When a node comes (back) up.
@@ -27,15 +27,6 @@ pub const UP_AT: &str = "sim.volcano-rs.io/up-at";
 pub const SHRINK_AT: &str = "sim.volcano-rs.io/shrink-at";
 /// What a node's allocatable becomes at `shrink-at`: `cpu=8,memory=32Gi,nvidia.com/gpu=2`.
 pub const SHRINK_TO: &str = "sim.volcano-rs.io/shrink-to";
-
-/// How a pod's run ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Succeeded, exit code 0.
-    Succeed,
-    /// Failed, exit code 1.
-    Fail,
-}
 
 /// Where objects came from, to name them in errors.
 pub struct Located<'a> {
@@ -103,12 +94,6 @@ pub fn annotation<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
         .map(String::as_str)
 }
 
-/// An annotation holding a duration already checked by the plan; a value that would not parse
-/// (it cannot: every source of pod annotations was checked) reads as absent.
-pub fn checked_duration(meta: &ObjectMeta, key: &str) -> Option<Duration> {
-    annotation(meta, key).and_then(|t| duration::parse(t).ok())
-}
-
 /// How a pod that started ends: the earlier of `duration` (Succeeded) and `fail-after`
 /// (Failed; a tie fails). Each is taken from the pod, else its Volcano Job, else its PodGroup.
 pub fn ending(
@@ -116,18 +101,16 @@ pub fn ending(
     job: Option<&ObjectMeta>,
     group: Option<&ObjectMeta>,
 ) -> Option<(Duration, Outcome)> {
-    let find = |key: &str| {
-        [Some(&pod.metadata), job, group]
-            .into_iter()
-            .flatten()
-            .find_map(|m| checked_duration(m, key))
-    };
-    match (find(DURATION), find(FAIL_AFTER)) {
-        (Some(d), Some(f)) if f <= d => Some((f, Outcome::Fail)),
-        (Some(d), _) => Some((d, Outcome::Succeed)),
-        (None, Some(f)) => Some((f, Outcome::Fail)),
-        (None, None) => None,
-    }
+    let places: Vec<&dyn Annotated> = [Some(&pod.metadata), job, group]
+        .into_iter()
+        .flatten()
+        .map(|m| m as &dyn Annotated)
+        .collect();
+    // The plan checked every source of pod annotations before the run, so no value can be
+    // bad here; one that were would read as absent.
+    Lifecycle::read_lenient(&places, |_| {})
+        .ending()
+        .map(|e| (e.after, e.outcome))
 }
 
 /// Parses `cpu=8,memory=32Gi,nvidia.com/gpu=2` into a resource list, each quantity checked.
