@@ -115,6 +115,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         sample_every: args.sample_every,
         timings: true,
         faults: args.faults.clone(),
+        check_snapshots: false,
     };
     let controllers = ManagerOptions {
         retry: RetryPolicy::default(),

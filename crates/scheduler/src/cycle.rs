@@ -80,9 +80,7 @@ impl Prepared {
         let mut ssn = Session::open_observed(self.snapshot, conf, opts, &mut |p, run| {
             observer.plugin_open(p, run)
         });
-        ssn.run_actions_observed(&mut |action, run: &mut dyn FnMut()| {
-            observer.action(action, run)
-        });
+        ssn.run_actions_observed(&mut |action, run: &mut dyn FnMut()| observer.action(action, run));
         ssn.close_observed(&mut |p, run| observer.plugin_close(p, run))
     }
 }

@@ -89,6 +89,9 @@ impl<'a> Engine<'a> {
             evictions: Vec::new(),
             session_ms: Vec::new(),
         };
+        if opts.check_snapshots {
+            engine.cluster.check_snapshots();
+        }
         if let Some(plan) = &opts.faults {
             engine.cluster.inject_faults(plan.clone());
             let Cluster { store, chaos, .. } = &mut engine.cluster;

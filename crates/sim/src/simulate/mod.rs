@@ -56,6 +56,9 @@ pub struct SimOptions {
     pub timings: bool,
     /// Faults to inject, with the invariants checked after every step.
     pub faults: Option<FaultPlan>,
+    /// Check every snapshot the scheduler's incremental cache keeps against one built from
+    /// all objects, failing the run where they differ (tests: it doubles a session's cost).
+    pub check_snapshots: bool,
 }
 
 impl Default for SimOptions {
@@ -68,6 +71,7 @@ impl Default for SimOptions {
             sample_every: Duration::from_secs(60),
             timings: true,
             faults: None,
+            check_snapshots: false,
         }
     }
 }
