@@ -145,6 +145,7 @@ impl Churner {
         let mut unseen = watched;
         let mut done: Option<(WorkKey, bool)> = None;
         loop {
+            cluster.follow_journal();
             let work = {
                 let view = ClusterView::new(cluster.store.indexed());
                 for w in unseen.iter().filter_map(Watch::of) {

@@ -129,8 +129,17 @@ impl Cluster {
         self.check_snapshots = true;
     }
 
+    /// Hands the store's journal to the scheduler's cache, as its watches would; done as
+    /// changes happen, so the journal never holds more than one step's changes.
+    pub fn follow_journal(&mut self) {
+        for e in self.store.take_journal() {
+            self.cycle.follow(&e);
+        }
+    }
+
     /// Hands watch events to the controllers (with faults: some twice, in another order).
     pub fn feed(&mut self, watched: &[WatchEvent]) {
+        self.follow_journal();
         if watched.is_empty() {
             return;
         }
@@ -169,6 +178,7 @@ impl Cluster {
         // turn's view, since both see the same objects (one index build per turn, not two).
         let mut last: Option<(WorkKey, bool, Vec<WatchEvent>)> = None;
         loop {
+            self.follow_journal();
             let work = {
                 let view = ClusterView::new(self.store.indexed());
                 if let Some((key, ok, mut watched)) = last.take() {
@@ -261,9 +271,7 @@ impl Cluster {
     /// The snapshot a session opened now would work on: the scheduler's incremental cache,
     /// told of every change since the last one, as a scheduler on a cluster takes it.
     pub fn snapshot(&mut self) -> Result<Snapshot, ClusterError> {
-        for e in self.store.take_journal() {
-            self.cycle.follow(&e);
-        }
+        self.follow_journal();
         let Prepared {
             snapshot,
             source,
