@@ -87,7 +87,7 @@ impl Store {
             }
         }
         Store {
-            objects: ObjectStore::new(objects).journaling(),
+            objects: ObjectStore::new(objects).journaling().keeping_order(),
             ..Default::default()
         }
     }

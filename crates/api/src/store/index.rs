@@ -29,7 +29,7 @@ pub fn owning_job(pod: &Pod) -> Option<&str> {
 }
 
 /// A pod's group: its Job, `ns/job`.
-pub(super) fn pod_group_key(pod: &Pod) -> Option<NamespacedName> {
+pub(super) fn owning_job_key(pod: &Pod) -> Option<NamespacedName> {
     let job = owning_job(pod)?;
     Some(NamespacedName::new(
         pod.metadata
@@ -77,7 +77,7 @@ impl Index {
 
     /// Drops `obj`'s group membership (before it changes or goes); its position stays until
     /// [`Index::remember`] or [`Index::shifted`] says otherwise.
-    pub(super) fn forget<K: Stored>(&mut self, _i: usize, obj: &K) {
+    pub(super) fn forget<K: Stored>(&mut self, obj: &K) {
         let key = obj.key();
         if let Some(g) = obj.group()
             && let Some(members) = self.groups.get_mut(&g)
@@ -96,6 +96,13 @@ impl Index {
             if let Some(at) = self.at.get_mut(&obj.key()) {
                 *at = i;
             }
+        }
+    }
+
+    /// After a removal moved `obj` into the gap at `to`.
+    pub(super) fn moved<K: Stored>(&mut self, obj: &K, to: usize) {
+        if let Some(at) = self.at.get_mut(&obj.key()) {
+            *at = to;
         }
     }
 

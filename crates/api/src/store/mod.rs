@@ -1,15 +1,19 @@
-//! The one indexed object store: the cluster as a process holds it.
+//! The one indexed object store: the cluster as the simulator and the kube runtime hold it
+//! (the local control plane keeps its own, with resourceVersions and watch history).
 //!
-//! The simulator's embedded cluster and the runtime's watch cache both hold their objects
-//! here. Every change goes through [`ObjectStore::upsert`], [`ObjectStore::modify`],
-//! [`ObjectStore::delete`] or [`ObjectStore::reset`], each returning the owned
-//! [`WatchEvent`]s it caused, and (when journaling) keeping a copy for a follower that takes
+//! Every change goes through [`ObjectStore::upsert`] (or [`ObjectStore::create`]),
+//! [`ObjectStore::modify`], [`ObjectStore::delete`] (or [`ObjectStore::delete_where`]) or
+//! [`ObjectStore::reset`], each returning the owned [`WatchEvent`]s it caused, and (when journaling) keeping a copy for a follower that takes
 //! them in batches: the scheduler's incremental snapshot. Lookups by identity cost a hash
 //! probe; the controllers' queries (a Job's pods, a queue's PodGroups) are kept as indexes,
 //! so a controller turn borrows them instead of re-indexing the cluster.
 //!
-//! The objects keep the order they arrived in ([`Objects`] is what the scheduler and the
-//! controllers read, and its order breaks their ties), so removal shifts what follows.
+//! A deletion moves the last object of its kind into the gap (constant time), unless the store
+//! was made with [`ObjectStore::keeping_order`]: then objects keep the order they arrived in
+//! and removal shifts what follows (the simulator's choice, since [`Objects`]' order breaks
+//! the scheduler's and the controllers' ties and its output must not depend on deletions).
+//! A namespaced object stored without a namespace is stored in `default`, as the API server
+//! defaults it, so every reader finds it under one identity.
 
 mod event;
 mod index;
@@ -35,6 +39,8 @@ pub trait Stored: Clone {
     const KIND: ObjectKind;
     /// Its metadata.
     fn meta(&self) -> &ObjectMeta;
+    /// Its metadata, to change.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
     /// Its identity.
     fn key(&self) -> NamespacedName {
         NamespacedName::of_kind(Self::KIND, self.meta())
@@ -64,6 +70,9 @@ macro_rules! stored {
             fn meta(&self) -> &ObjectMeta {
                 &self.metadata
             }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
             fn list(objects: &Objects) -> &[Self] {
                 &objects.$field
             }
@@ -80,7 +89,7 @@ macro_rules! stored {
     };
 }
 
-stored!(Pod, Pod, pods, index::pod_group_key);
+stored!(Pod, Pod, pods, index::owning_job_key);
 stored!(Node, Node, nodes);
 stored!(PodGroup, PodGroup, pod_groups, index::queue_group_key);
 stored!(Queue, Queue, queues);
@@ -107,6 +116,8 @@ pub struct ObjectStore {
     indexes: Indexes,
     /// Every event since the last [`ObjectStore::take_journal`], when journaling.
     journal: Option<Vec<WatchEvent>>,
+    /// Removal keeps the order of what is left.
+    keep_order: bool,
 }
 
 impl ObjectStore {
@@ -124,6 +135,13 @@ impl ObjectStore {
     /// The same store, keeping a journal of its events from now on.
     pub fn journaling(mut self) -> Self {
         self.journal = Some(Vec::new());
+        self
+    }
+
+    /// The same store, keeping the objects' order through deletions (each then costs a shift
+    /// of what follows).
+    pub fn keeping_order(mut self) -> Self {
+        self.keep_order = true;
         self
     }
 
@@ -192,12 +210,15 @@ impl ObjectStore {
     }
 
     /// Creates `obj`, or replaces the object of its identity; the event.
-    pub fn upsert<K: Stored>(&mut self, obj: K) -> WatchEvent {
+    pub fn upsert<K: Stored>(&mut self, mut obj: K) -> WatchEvent {
+        if K::KIND.namespaced() && obj.meta().namespace.is_none() {
+            obj.meta_mut().namespace = Some(crate::object_ref::DEFAULT_NAMESPACE.to_string());
+        }
         let key = obj.key();
         let (list, index) = K::parts(self);
         let event = match index.position(&key) {
             Some(i) => {
-                index.forget(i, &list[i]);
+                index.forget(&list[i]);
                 let old = std::mem::replace(&mut list[i], obj.clone());
                 index.remember(key, i, &list[i]);
                 K::event(Some(Box::new(old)), Some(Box::new(obj)))
@@ -231,9 +252,10 @@ impl ObjectStore {
         let (list, index) = K::parts(self);
         let i = index.position(key)?;
         let old = list[i].clone();
-        index.forget(i, &old);
+        index.forget(&old);
         change(&mut list[i]);
-        index.remember(key.clone(), i, &list[i]);
+        // Under its identity after the change, should the change have renamed it.
+        index.remember(list[i].key(), i, &list[i]);
         let event = K::event(Some(Box::new(old)), Some(Box::new(list[i].clone())));
         self.record(&event);
         Some(event)
@@ -241,11 +263,21 @@ impl ObjectStore {
 
     /// Deletes an object; the event, or `None` when it is not held.
     pub fn delete<K: Stored>(&mut self, key: &NamespacedName) -> Option<WatchEvent> {
+        let keep_order = self.keep_order;
         let (list, index) = K::parts(self);
         let i = index.position(key)?;
-        index.forget(i, &list[i]);
-        let gone = list.remove(i);
-        index.shifted(list, i);
+        index.forget(&list[i]);
+        let gone = if keep_order {
+            let gone = list.remove(i);
+            index.shifted(list, i);
+            gone
+        } else {
+            let gone = list.swap_remove(i);
+            if let Some(moved) = list.get(i) {
+                index.moved(moved, i);
+            }
+            gone
+        };
         let event = K::event(Some(Box::new(gone)), None);
         self.record(&event);
         Some(event)

@@ -48,7 +48,7 @@ fn names(pods: &[&Pod]) -> Vec<String> {
 
 #[test]
 fn a_deleted_object_leaves_the_others_in_order_and_findable() {
-    let mut store = ObjectStore::default();
+    let mut store = ObjectStore::default().keeping_order();
     for (n, j) in [("a", "j1"), ("b", "j2"), ("c", "j1"), ("d", "j1")] {
         store.upsert(pod(n, Some(j)));
     }
@@ -110,4 +110,41 @@ fn the_journal_holds_every_event_once_and_reset_reports_only_differences() {
     assert_eq!(changed, ["Pod ns/a", "Pod ns/c"]);
     assert_eq!(store.take_journal().len(), 2);
     assert!(store.take_journal().is_empty());
+}
+
+#[test]
+fn without_order_a_deletion_moves_the_last_into_the_gap_and_all_stay_findable() {
+    let mut store = ObjectStore::default();
+    for (n, j) in [("a", "j1"), ("b", "j2"), ("c", "j1"), ("d", "j1")] {
+        store.upsert(pod(n, Some(j)));
+    }
+    assert!(
+        store
+            .delete::<Pod>(&NamespacedName::new("ns", "a"))
+            .is_some()
+    );
+    for n in ["b", "c", "d"] {
+        let p: Option<&Pod> = store.get(&NamespacedName::new("ns", n));
+        assert_eq!(p.and_then(|p| p.metadata.name.as_deref()), Some(n));
+    }
+    assert_eq!(names(&store.pods_of_job("ns", "j1")), ["d", "c"]);
+}
+
+#[test]
+fn a_pod_without_namespace_is_stored_in_default_and_a_renamed_one_is_found_by_its_new_name() {
+    let mut store = ObjectStore::default();
+    let mut p = pod("a", None);
+    p.metadata.namespace = None;
+    store.upsert(p);
+    assert!(store.contains::<Pod>(&NamespacedName::new("default", "a")));
+    store.modify::<Pod>(&NamespacedName::new("default", "a"), |p| {
+        p.metadata.name = Some("b".into())
+    });
+    assert!(!store.contains::<Pod>(&NamespacedName::new("default", "a")));
+    assert!(
+        store
+            .delete::<Pod>(&NamespacedName::new("default", "b"))
+            .is_some()
+    );
+    assert!(store.objects().pods.is_empty());
 }

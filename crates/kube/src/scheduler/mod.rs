@@ -115,6 +115,7 @@ impl SchedulerRuntime {
                     while let Ok(u) = rx.try_recv() {
                         self.cache.apply(u);
                     }
+                    self.follow_journal();
                 }
                 _ = ticker.tick() => {
                     if !self.cache.synced(&SCHEDULER_KINDS) {
@@ -169,16 +170,22 @@ impl SchedulerRuntime {
         ok
     }
 
-    /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
-    /// metrics.
-    pub async fn session(&mut self) {
-        let started = Instant::now();
+    /// Hands what the cache changed to the scheduling cycle, as it arrives (a standby follows
+    /// too, so its journal never grows and it leads with a current snapshot).
+    fn follow_journal(&mut self) {
         for e in self.cache.take_journal() {
             if let WatchEvent::Pod(None, Some(p)) = &e {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
             }
             self.cycle.follow(&e);
         }
+    }
+
+    /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
+    /// metrics.
+    pub async fn session(&mut self) {
+        let started = Instant::now();
+        self.follow_journal();
         let prepared = match self.cycle.prepare(self.cache.objects()) {
             Ok(p) => p,
             Err(e) => {
