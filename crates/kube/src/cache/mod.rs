@@ -53,24 +53,8 @@ pub enum Update {
     Command(watcher::Event<Command>),
 }
 
-/// The kinds the cache can hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// Pods.
-    Pod,
-    /// Nodes.
-    Node,
-    /// PodGroups.
-    PodGroup,
-    /// Queues.
-    Queue,
-    /// Volcano Jobs.
-    Job,
-    /// Priority classes.
-    PriorityClass,
-    /// Bus Commands.
-    Command,
-}
+/// The kinds the cache can hold: every kind volcano-rs reads.
+pub type Kind = ObjectKind;
 
 impl Update {
     /// The kind this update is about.
