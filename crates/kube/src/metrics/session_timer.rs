@@ -30,6 +30,16 @@ impl<'m> SessionTimer<'m> {
         }
     }
 
+    /// The session is open once its first action (or, with none, its closing) starts.
+    fn opened(&mut self) {
+        if !self.open_recorded {
+            self.open_recorded = true;
+            self.metrics
+                .open_session_ms
+                .observe(ms(self.snapshot_took + self.opened_at.elapsed()));
+        }
+    }
+
     fn plugin(&self, plugin: &str, on: &str, run: &mut dyn FnMut()) {
         let t = Instant::now();
         run();
@@ -49,13 +59,7 @@ impl SessionObserver for SessionTimer<'_> {
     }
 
     fn action(&mut self, action: ActionKind, run: &mut dyn FnMut()) {
-        // The session is open once its first action starts.
-        if !self.open_recorded {
-            self.open_recorded = true;
-            self.metrics
-                .open_session_ms
-                .observe(ms(self.snapshot_took + self.opened_at.elapsed()));
-        }
+        self.opened();
         let t = Instant::now();
         run();
         self.metrics
@@ -65,6 +69,7 @@ impl SessionObserver for SessionTimer<'_> {
     }
 
     fn plugin_close(&mut self, plugin: &str, run: &mut dyn FnMut()) {
+        self.opened();
         self.plugin(plugin, ON_CLOSE, run);
     }
 }
