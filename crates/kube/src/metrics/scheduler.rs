@@ -16,7 +16,6 @@ use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
 use volcano_scheduler::framework::Decisions;
 
-use super::session_timer::SessionTimer;
 use super::{
     CounterVec, GaugeVec, HistogramVec, Label, Labels2, Labels3, QueueMetrics, histogram, label,
 };
@@ -412,12 +411,6 @@ impl SchedulerMetrics {
                 assumed.observe((now - created).max(0) as f64);
             }
         }
-    }
-
-    /// What times a session's steps, for [`volcano_scheduler::cycle::Prepared::run`]; the
-    /// snapshot took `snapshot_took`, which counts towards opening the session.
-    pub fn session_observer(&self, snapshot_took: Duration) -> SessionTimer<'_> {
-        SessionTimer::new(self, snapshot_took)
     }
 
     /// Records the scheduler's first sight of a pod waiting for one of `schedulers`.

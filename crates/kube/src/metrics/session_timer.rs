@@ -10,6 +10,14 @@ use volcano_scheduler::cycle::SessionObserver;
 use super::scheduler::{ON_CLOSE, ON_OPEN, SchedulerMetrics};
 use super::{label, ms};
 
+impl SchedulerMetrics {
+    /// What times a session's steps, for [`volcano_scheduler::cycle::Prepared::run`]; the
+    /// snapshot took `snapshot_took`, which counts towards opening the session.
+    pub fn session_observer(&self, snapshot_took: Duration) -> SessionTimer<'_> {
+        SessionTimer::new(self, snapshot_took)
+    }
+}
+
 /// The observer of one session (see the module documentation).
 pub struct SessionTimer<'m> {
     metrics: &'m SchedulerMetrics,
@@ -21,7 +29,7 @@ pub struct SessionTimer<'m> {
 
 impl<'m> SessionTimer<'m> {
     /// A timer for a session whose snapshot took `snapshot_took`.
-    pub(super) fn new(metrics: &'m SchedulerMetrics, snapshot_took: Duration) -> Self {
+    fn new(metrics: &'m SchedulerMetrics, snapshot_took: Duration) -> Self {
         SessionTimer {
             metrics,
             snapshot_took,
