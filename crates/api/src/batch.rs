@@ -177,11 +177,11 @@ pub struct LifecyclePolicy {
     pub action: String,
     /// A single triggering event.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(schema_with = "crate::schema::bus_event")]
+    #[schemars(schema_with = "crate::bus::event_schema")]
     pub event: String,
     /// Triggering events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::schema::bus_events")]
+    #[schemars(schema_with = "crate::bus::events_schema")]
     pub events: Vec<String>,
     /// Triggering non-zero exit code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,6 +301,22 @@ pub mod job_phase {
     pub fn is_finished(phase: &str) -> bool {
         matches!(phase, COMPLETED | FAILED | TERMINATED)
     }
+
+    /// The schema of a Job phase: one of these.
+    pub(crate) fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::string_enum(&[
+            PENDING,
+            ABORTING,
+            ABORTED,
+            RUNNING,
+            RESTARTING,
+            COMPLETING,
+            COMPLETED,
+            TERMINATING,
+            TERMINATED,
+            FAILED,
+        ])
+    }
 }
 
 /// Job phase with reason.
@@ -310,7 +326,7 @@ pub struct JobState {
     /// `Pending`, `Running`, `Completed`, ...; omitted while empty, as Volcano omits it (the
     /// schema allows only the phase names).
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(schema_with = "crate::schema::job_phase")]
+    #[schemars(schema_with = "job_phase::schema")]
     pub phase: String,
     /// Machine-readable reason.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -3,8 +3,10 @@
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
+
+use crate::schema::string_enum;
 
 /// An action (`AbortJob`, `ResumeJob`, `OpenQueue`, ...) requested on a target object. Unlike
 /// most CRDs it has no `spec`: its fields sit at the top level.
@@ -161,6 +163,18 @@ impl BusEvent {
         BusEvent::TaskFailed,
         BusEvent::JobUpdated,
     ];
+}
+
+/// The schema of a lifecycle-policy event: one of [`BusEvent::ALL`].
+pub(crate) fn event_schema(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = BusEvent::ALL.iter().map(|e| e.as_str()).collect();
+    string_enum(&names)
+}
+
+/// The schema of a list of lifecycle-policy events.
+pub(crate) fn events_schema(generator: &mut SchemaGenerator) -> Schema {
+    let item = event_schema(generator);
+    json_schema!({"type": "array", "items": item})
 }
 
 impl BusAction {

@@ -23,6 +23,7 @@ mod cross;
 mod decode;
 mod documents;
 mod load;
+mod object;
 mod site;
 mod validate;
 mod warnings;

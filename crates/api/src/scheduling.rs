@@ -122,7 +122,7 @@ pub struct SubGroupPolicySpec {
 pub struct PodGroupStatus {
     /// `Pending`, `Inqueue`, `Running`, `Unknown` or `Completed`; empty counts as Pending.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(schema_with = "crate::schema::pod_group_phase")]
+    #[schemars(schema_with = "phase::schema")]
     pub phase: String,
     /// At most one condition per type (`Unschedulable`, `Scheduled`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -330,7 +330,7 @@ pub struct Guarantee {
 pub struct QueueStatus {
     /// `Open`, `Closed`, `Closing` or `Unknown`; empty counts as Open.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(schema_with = "crate::schema::queue_state")]
+    #[schemars(schema_with = "queue_state::schema")]
     pub state: String,
     /// Resources of the queue's pods in an allocated status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -384,6 +384,11 @@ pub mod phase {
     pub const UNKNOWN: &str = "Unknown";
     /// Every scheduled pod finished.
     pub const COMPLETED: &str = "Completed";
+
+    /// The schema of a PodGroup phase: one of these.
+    pub(crate) fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::string_enum(&[PENDING, RUNNING, UNKNOWN, INQUEUE, COMPLETED])
+    }
 }
 
 /// Queue states, as strings on the wire.
@@ -396,4 +401,9 @@ pub mod queue_state {
     pub const CLOSING: &str = "Closing";
     /// State not known.
     pub const UNKNOWN: &str = "Unknown";
+
+    /// The schema of a Queue state: one of these.
+    pub(crate) fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::string_enum(&[OPEN, CLOSED, CLOSING, UNKNOWN])
+    }
 }

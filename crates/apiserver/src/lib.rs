@@ -22,5 +22,5 @@ pub mod time;
 pub use error::ApiError;
 pub use kubeconfig::kubeconfig;
 pub use server::{LocalApiServer, ServeError, ServerOptions};
-pub use shared::{ObjectList, SharedOptions, SharedStore, Watch, WatchEvent};
+pub use shared::{ObjectList, SharedOptions, SharedStore, StreamEvent, Watch};
 pub use store::{ChangeType, PatchType, Selectors};

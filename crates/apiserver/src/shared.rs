@@ -1,13 +1,19 @@
 //! The store shared between the HTTP server, the simulated kubelets and tests, with watches.
 //!
 //! [`SharedStore`] puts the sans-IO [`Store`] behind a mutex, gives it a clock, and publishes
-//! every change on a bounded broadcast channel. A [`Watch`] is taken under the same lock as the
-//! writes, so it starts exactly where its backlog (history or current objects) ends: no change
-//! is missed or seen twice. Nothing awaits while holding the lock; watchers read the channel
-//! after it is released.
+//! every [`Revision`] on a bounded broadcast channel. A [`Watch`] is taken under the same lock as
+//! the writes, so it starts exactly where its backlog (history or current objects) ends: no
+//! revision is missed or seen twice. Nothing awaits while holding the lock; watchers read the
+//! channel after it is released.
 //!
-//! A watcher that falls more than `watch_buffer` changes behind is dropped (its stream ends), as
-//! the Kubernetes API server drops slow watchers; clients then watch again or relist. This
+//! A watch yields [`StreamEvent`]s: a revision as one watcher sees it, in the version it asked
+//! for and through its selectors: one event of the stream `?watch=true` serves (the `http`
+//! module frames it as a JSON line, or a table row). A client such as the kube runtime turns
+//! each event it receives into a `volcano_api::WatchEvent` of its own typed
+//! `volcano_api::store::ObjectStore`: that store is a client's view, this one the server's.
+//!
+//! A watcher that falls more than `watch_buffer` revisions behind is dropped (its stream ends),
+//! as the Kubernetes API server drops slow watchers; clients then watch again or relist. This
 //! bounds the memory a stuck client can hold.
 
 use std::collections::VecDeque;
@@ -19,7 +25,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use crate::error::ApiError;
 use crate::kinds::{self, KindInfo};
 use crate::store::{
-    Change, ChangeType, DeleteOptions, Part, PatchType, Selectors, Store, StoreOptions,
+    ChangeType, DeleteOptions, Part, PatchType, Revision, Selectors, Store, StoreOptions,
     WriteOptions, convert,
 };
 use crate::time::unix_now;
@@ -32,7 +38,7 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 pub struct SharedOptions {
     /// Options of the store itself.
     pub store: StoreOptions,
-    /// How many changes a watcher may fall behind before it is dropped.
+    /// How many revisions a watcher may fall behind before it is dropped.
     pub watch_buffer: usize,
 }
 
@@ -47,7 +53,7 @@ impl Default for SharedOptions {
 
 struct Inner {
     store: Mutex<Store>,
-    changes: broadcast::Sender<Arc<Change>>,
+    revisions: broadcast::Sender<Arc<Revision>>,
     clock: Clock,
 }
 
@@ -87,12 +93,12 @@ impl SharedStore {
 
     /// A new store whose writes are timestamped by `clock`.
     pub fn with_clock(opts: SharedOptions, clock: Clock) -> Self {
-        let (changes, _) = broadcast::channel(opts.watch_buffer.max(1));
+        let (revisions, _) = broadcast::channel(opts.watch_buffer.max(1));
         let store = Store::new(opts.store, clock());
         SharedStore {
             inner: Arc::new(Inner {
                 store: Mutex::new(store),
-                changes,
+                revisions,
                 clock,
             }),
         }
@@ -114,7 +120,7 @@ impl SharedStore {
         f(&self.lock())
     }
 
-    /// Runs writes on the store and publishes the changes they made to watchers.
+    /// Runs writes on the store and publishes the revisions they made to watchers.
     pub fn write<T>(
         &self,
         dry_run: bool,
@@ -126,9 +132,9 @@ impl SharedStore {
         };
         let mut store = self.lock();
         let result = f(&mut store, &w);
-        for change in store.take_changes() {
+        for revision in store.take_revisions() {
             // No receiver is not an error: nobody is watching.
-            let _ = self.inner.changes.send(change);
+            let _ = self.inner.revisions.send(revision);
         }
         result
     }
@@ -257,7 +263,7 @@ impl SharedStore {
         })
     }
 
-    /// Watches a kind in a namespace or all, from a resourceVersion (changes after it), or from
+    /// Watches a kind in a namespace or all, from a resourceVersion (revisions after it), or from
     /// now with every current object first as `Added` (`from` None).
     pub fn watch(
         &self,
@@ -283,13 +289,13 @@ impl SharedStore {
             ns: ns.filter(|_| kind.namespaced).map(str::to_string),
             selectors,
             backlog: VecDeque::new(),
-            rx: self.inner.changes.subscribe(),
+            rx: self.inner.revisions.subscribe(),
             seen: store.resource_version(),
         };
         match from {
             Some(rv) => {
-                for change in store.changes_since(rv)? {
-                    if let Some(event) = watch.filter(&change) {
+                for revision in store.revisions_since(rv)? {
+                    if let Some(event) = watch.filter(&revision) {
                         watch.backlog.push_back(event);
                     }
                 }
@@ -298,7 +304,7 @@ impl SharedStore {
                 let (items, _) = store.list(kind, watch.ns.as_deref(), &watch.selectors);
                 watch
                     .backlog
-                    .extend(items.into_iter().map(|object| WatchEvent {
+                    .extend(items.into_iter().map(|object| StreamEvent {
                         change: ChangeType::Added,
                         object,
                     }));
@@ -308,37 +314,37 @@ impl SharedStore {
     }
 }
 
-/// One event of a watch.
+/// One event of a watch stream: a revision as one watch sees it (Kubernetes' `watch.Event`).
 #[derive(Debug, Clone)]
-pub struct WatchEvent {
+pub struct StreamEvent {
     /// What happened, as seen through the watch's selectors.
     pub change: ChangeType,
     /// The object after the change (for deletions, its last state).
     pub object: Arc<Value>,
 }
 
-/// A stream of changes of one kind, filtered by namespace and selectors.
+/// A watch stream: the revisions of one kind, filtered by namespace and selectors.
 pub struct Watch {
     kind: &'static KindInfo,
     ns: Option<String>,
     selectors: Selectors,
-    backlog: VecDeque<WatchEvent>,
-    rx: broadcast::Receiver<Arc<Change>>,
+    backlog: VecDeque<StreamEvent>,
+    rx: broadcast::Receiver<Arc<Revision>>,
     seen: u64,
 }
 
 impl Watch {
     /// The next event; None when the watch ended because the watcher fell too far behind (or
     /// the store is gone). Cancel-safe.
-    pub async fn next(&mut self) -> Option<WatchEvent> {
+    pub async fn next(&mut self) -> Option<StreamEvent> {
         if let Some(event) = self.backlog.pop_front() {
             return Some(event);
         }
         loop {
             match self.rx.recv().await {
-                Ok(change) => {
-                    self.seen = self.seen.max(change.rv);
-                    if let Some(event) = self.filter(&change) {
+                Ok(revision) => {
+                    self.seen = self.seen.max(revision.rv);
+                    if let Some(event) = self.filter(&revision) {
                         return Some(event);
                     }
                 }
@@ -352,40 +358,41 @@ impl Watch {
         self.backlog.len()
     }
 
-    /// The resourceVersion up to which every change has been considered; what a bookmark says.
+    /// The resourceVersion up to which every revision has been considered; what a bookmark
+    /// says.
     pub fn resource_version(&self) -> u64 {
         self.seen
     }
 
-    /// The event a change is for this watch: selectors apply to the object before and after,
+    /// The event a revision is for this watch: selectors apply to the object before and after,
     /// so an object that stops matching is seen deleted and one that starts matching added.
-    fn filter(&self, change: &Change) -> Option<WatchEvent> {
-        if !std::ptr::eq(change.kind, convert::storage(self.kind)) {
+    fn filter(&self, revision: &Revision) -> Option<StreamEvent> {
+        if !std::ptr::eq(revision.kind, convert::storage(self.kind)) {
             return None;
         }
         if self
             .ns
             .as_deref()
-            .is_some_and(|ns| ns != change.namespace())
+            .is_some_and(|ns| ns != revision.namespace())
         {
             return None;
         }
-        let object = convert::to_view(self.kind, &change.object);
+        let object = convert::to_view(self.kind, &revision.object);
         let now = self.selectors.matches(&object);
-        let before = match (&change.old, change.change) {
+        let before = match (&revision.old, revision.change) {
             (Some(old), ChangeType::Modified) => {
                 self.selectors.matches(&convert::to_view(self.kind, old))
             }
             _ => now,
         };
-        let kind = match (change.change, before, now) {
+        let kind = match (revision.change, before, now) {
             (ChangeType::Modified, true, true) => ChangeType::Modified,
             (ChangeType::Modified, false, true) => ChangeType::Added,
             (ChangeType::Modified, true, false) => ChangeType::Deleted,
             (c, _, true) => c,
             _ => return None,
         };
-        Some(WatchEvent {
+        Some(StreamEvent {
             change: kind,
             object,
         })

@@ -5,7 +5,7 @@ use std::path::Path;
 use volcano_api::scenario::{LoadError, ObjectKey, load_paths, queue_warnings};
 use volcano_api::{Scenario, keys};
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::{SchedulerConf, Skipped};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use volcano_api::Scenario;
 use volcano_api::scenario::{LoadError, load_paths, queue_warnings};
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_sim::faults::FaultPlan;

@@ -1,6 +1,6 @@
 //! `volcano sim soak`: churn for a long virtual time, sampled minute by minute.
 
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_sim::soak::{self, SoakError, SoakReport, SoakSpec};

@@ -3,6 +3,8 @@
 //! Kubernetes runtime, a test) applies them and feeds the resulting watch events back.
 //!
 //! - [`job`]: Volcano Jobs: their PodGroup, pods, lifecycle policies, state machine and status.
+//! - [`job_plugins`]: the job plugins (`svc`, `env`, `ssh`), below both the job controller that
+//!   runs them and admission, which checks a Job's plugin arguments.
 //! - [`podgroup`]: a PodGroup for every pod of ours that has none.
 //! - [`queue`]: queue state (Open/Closing/Closed), driven by Commands.
 //! - [`command`]: Commands routed to the controller of their target, consumed at most once.
@@ -14,6 +16,7 @@ pub mod admission;
 pub mod change;
 pub mod command;
 pub mod job;
+pub mod job_plugins;
 pub mod manager;
 pub mod podgroup;
 pub mod queue;

@@ -11,7 +11,7 @@ use volcano_api::event::EventType;
 use volcano_controllers::admission;
 use volcano_controllers::change::Change;
 use volcano_controllers::job::controller::{REFUSED_FIRST_RETRY, REFUSED_RETRY, Refusal};
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;

@@ -3,7 +3,7 @@
 
 use ssh_key::{Algorithm, LineEnding, PrivateKey};
 use volcano_api::batch::Job;
-use volcano_controllers::job::plugins::{PluginError, SshKeyPair, SshKeySource};
+use volcano_controllers::job_plugins::{PluginError, SshKeyPair, SshKeySource};
 
 /// Generates an Ed25519 key pair for every job that brings none.
 #[derive(Debug, Clone, Copy, Default)]

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant as WallClock};
 
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::time::Instant;
 use volcano_controllers::workqueue::RetryPolicy;

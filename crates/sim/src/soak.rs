@@ -199,7 +199,7 @@ pub fn run(spec: &SoakSpec, opts: ManagerOptions) -> Result<SoakReport, SoakErro
 
 #[cfg(test)]
 mod tests {
-    use volcano_controllers::job::plugins::PlaceholderSshKeys;
+    use volcano_controllers::job_plugins::PlaceholderSshKeys;
     use volcano_controllers::workqueue::RetryPolicy;
 
     use super::*;

@@ -11,7 +11,7 @@ use std::path::Path;
 use volcano_api::Objects;
 use volcano_api::event::{Event, EventType};
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use volcano_api::Objects;
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;

@@ -14,7 +14,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 };
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::time::Instant;
 use volcano_controllers::workqueue::RetryPolicy;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use volcano_api::batch::Job;
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::time::Instant;
 use volcano_controllers::workqueue::RetryPolicy;

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use volcano_controllers::admission;
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;

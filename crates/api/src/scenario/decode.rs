@@ -1,116 +1,17 @@
 //! From a YAML document to a typed object: kind dispatch, typed deserialization with field
-//! paths, metadata defaults, then the checks of one object alone.
+//! paths, metadata defaults, then the checks of one object alone ([`validate`]).
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::documents::RawDocument;
+use super::object::{KINDS, KNOWN_KINDS, Kind, Object};
 use super::site::Site;
 use super::{LoadError, ObjectKey, validate};
-use crate::batch::Job;
-use crate::bus::Command;
-use crate::scheduling::{PodGroup, Queue};
 
 /// The namespace of namespaced objects that do not name one, as `kubectl apply` does.
 const DEFAULT_NAMESPACE: &str = "default";
-
-/// A kind a scenario may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
-    /// `v1` Node.
-    Node,
-    /// `v1` Pod.
-    Pod,
-    /// `scheduling.volcano.sh/v1beta1` PodGroup.
-    PodGroup,
-    /// `scheduling.volcano.sh/v1beta1` Queue.
-    Queue,
-    /// `batch.volcano.sh/v1alpha1` Job.
-    Job,
-    /// `bus.volcano.sh/v1alpha1` Command.
-    Command,
-    /// `scheduling.k8s.io/v1` PriorityClass.
-    PriorityClass,
-    /// `v1` ConfigMap carrying the scheduler configuration.
-    ConfigMap,
-}
-
-const KINDS: [Kind; 8] = [
-    Kind::Node,
-    Kind::Pod,
-    Kind::PodGroup,
-    Kind::Queue,
-    Kind::Job,
-    Kind::Command,
-    Kind::PriorityClass,
-    Kind::ConfigMap,
-];
-
-const KNOWN_KINDS: &str =
-    "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, PriorityClass and ConfigMap";
-
-impl Kind {
-    /// The `kind` field's value.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Kind::Node => "Node",
-            Kind::Pod => "Pod",
-            Kind::PodGroup => "PodGroup",
-            Kind::Queue => "Queue",
-            Kind::Job => "Job",
-            Kind::Command => "Command",
-            Kind::PriorityClass => "PriorityClass",
-            Kind::ConfigMap => "ConfigMap",
-        }
-    }
-
-    fn api_version(self) -> &'static str {
-        match self {
-            Kind::Node | Kind::Pod | Kind::ConfigMap => "v1",
-            Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
-            Kind::Job => "batch.volcano.sh/v1alpha1",
-            Kind::Command => "bus.volcano.sh/v1alpha1",
-            Kind::PriorityClass => "scheduling.k8s.io/v1",
-        }
-    }
-
-    fn namespaced(self) -> bool {
-        matches!(
-            self,
-            Kind::Pod | Kind::PodGroup | Kind::Job | Kind::Command | Kind::ConfigMap
-        )
-    }
-
-    /// Volcano's CRDs accept an object without `spec` (every field has a default); the typed
-    /// structs do not, so an absent spec is read as an empty one.
-    fn spec_optional(self) -> bool {
-        matches!(self, Kind::PodGroup | Kind::Queue | Kind::Job)
-    }
-}
-
-/// A typed object of any scenario kind.
-#[derive(Debug, Clone)]
-pub(super) enum Object {
-    /// A node.
-    Node(Box<Node>),
-    /// A pod.
-    Pod(Box<Pod>),
-    /// A PodGroup.
-    PodGroup(Box<PodGroup>),
-    /// A queue.
-    Queue(Box<Queue>),
-    /// A Volcano Job.
-    Job(Box<Job>),
-    /// A bus Command.
-    Command(Box<Command>),
-    /// A priority class.
-    PriorityClass(Box<PriorityClass>),
-    /// A ConfigMap.
-    ConfigMap(Box<ConfigMap>),
-}
 
 /// A typed, checked object with its identity and the site errors about it should name.
 #[derive(Debug, Clone)]
@@ -160,7 +61,7 @@ pub(super) fn decode(document: RawDocument) -> Result<Option<Decoded>, LoadError
         Kind::PriorityClass => Object::PriorityClass(Box::new(typed(&site, value)?)),
         Kind::ConfigMap => Object::ConfigMap(Box::new(typed(&site, value)?)),
     };
-    let key = normalize_metadata(kind, &site, metadata_mut(&mut object))?;
+    let key = normalize_metadata(kind, &site, object.metadata_mut())?;
     let site = Site::object(site.source().clone(), &key);
     validate::object(&site, &object)?;
     Ok(Some(Decoded { key, object, site }))
@@ -263,19 +164,6 @@ fn normalize_metadata(
         namespace,
         name,
     })
-}
-
-fn metadata_mut(object: &mut Object) -> &mut ObjectMeta {
-    match object {
-        Object::Node(o) => &mut o.metadata,
-        Object::Pod(o) => &mut o.metadata,
-        Object::PodGroup(o) => &mut o.metadata,
-        Object::Queue(o) => &mut o.metadata,
-        Object::Job(o) => &mut o.metadata,
-        Object::Command(o) => &mut o.metadata,
-        Object::PriorityClass(o) => &mut o.metadata,
-        Object::ConfigMap(o) => &mut o.metadata,
-    }
 }
 
 /// How a YAML value is named in errors.

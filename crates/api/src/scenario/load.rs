@@ -3,7 +3,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::decode::{self, Decoded, Object};
+use super::decode::{self, Decoded};
+use super::object::Object;
 use super::{LoadError, Scenario, SchedulerConfText, cross, documents};
 use crate::keys;
 

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, Resou
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::LoadError;
-use super::decode::Object;
+use super::object::Object;
 use super::site::Site;
 use crate::batch::Job;
 use crate::keys;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::http::Method;
 
-use super::resource::Target;
+use super::target::Target;
 use crate::error::{ApiError, Reason};
 
 /// Which writes fail, and how many did.

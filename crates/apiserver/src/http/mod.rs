@@ -6,6 +6,7 @@ pub mod openapi;
 pub mod resource;
 pub mod response;
 pub mod table;
+pub mod target;
 pub mod unknown;
 pub mod watch;
 

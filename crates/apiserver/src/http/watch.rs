@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::AppState;
-use super::resource::{Params, Target};
 use super::table::{self, Include};
+use super::target::{Params, Target};
 use crate::error::ApiError;
 use crate::kinds::KindInfo;
 use crate::shared::Watch;

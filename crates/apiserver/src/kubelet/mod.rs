@@ -34,7 +34,7 @@ pub use status::{node_ip, node_object, pod_ip, running, terminated};
 
 use crate::error::ApiError;
 use crate::kinds;
-use crate::shared::{SharedStore, WatchEvent};
+use crate::shared::{SharedStore, StreamEvent};
 use crate::store::graceful::is_terminating;
 use crate::store::meta::meta_str;
 use crate::store::{ChangeType, DeleteOptions, Part, Preconditions, Selectors};
@@ -249,7 +249,7 @@ async fn run(
 }
 
 impl Kubelet {
-    fn handle(&mut self, event: &WatchEvent) {
+    fn handle(&mut self, event: &StreamEvent) {
         let object = &event.object;
         let uid = meta_str(object, "uid").to_string();
         if event.change == ChangeType::Deleted {

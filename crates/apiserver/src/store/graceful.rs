@@ -131,7 +131,7 @@ mod tests {
             &w(),
         )
         .unwrap();
-        s.take_changes();
+        s.take_revisions();
         s
     }
 
@@ -159,7 +159,7 @@ mod tests {
         assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 5);
         delete(&mut s, &grace(Some(0)));
         assert!(s.get(kinds::pods(), Some("default"), "p").is_err());
-        let changes: Vec<ChangeType> = s.take_changes().iter().map(|c| c.change).collect();
+        let changes: Vec<ChangeType> = s.take_revisions().iter().map(|c| c.change).collect();
         assert_eq!(
             changes,
             [

@@ -1,8 +1,14 @@
-//! The bounded history of changes that watches resume from.
+//! The bounded history of revisions that watches resume from.
 //!
-//! Every write is one [`Change`] with the resourceVersion it produced. The history keeps the
-//! newest `capacity` of them; a watch from a resourceVersion older than what the history still
-//! covers gets 410 Gone and must relist, exactly as against a compacted etcd.
+//! Every write makes one [`Revision`]: the object as the write left it, at the resourceVersion
+//! the write produced, as etcd keeps a revision of a key. The history keeps the newest
+//! `capacity` of them; a watch from a resourceVersion older than what the history still covers
+//! gets 410 Gone and must relist, exactly as against a compacted etcd.
+//!
+//! This is the API server's side of a watch, in JSON and for every served kind. A client's
+//! typed store (`volcano_api::store::ObjectStore`, behind the kube runtime's reflectors) sees
+//! these revisions only as the watch events they become on the wire, each turned into a
+//! `volcano_api::WatchEvent` when applied there.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -34,9 +40,9 @@ impl ChangeType {
     }
 }
 
-/// One write to the store.
+/// One write to the store: the object at the resourceVersion the write produced.
 #[derive(Debug, Clone)]
-pub struct Change {
+pub struct Revision {
     /// The resourceVersion the write produced.
     pub rv: u64,
     /// The kind of the object.
@@ -50,7 +56,7 @@ pub struct Change {
     pub old: Option<Arc<Value>>,
 }
 
-impl Change {
+impl Revision {
     /// `metadata.namespace` of the object, empty for cluster-scoped ones.
     pub fn namespace(&self) -> &str {
         self.object
@@ -60,44 +66,44 @@ impl Change {
     }
 }
 
-/// The newest changes, oldest first.
+/// The newest revisions, oldest first.
 #[derive(Debug)]
 pub struct History {
-    changes: VecDeque<Arc<Change>>,
+    revisions: VecDeque<Arc<Revision>>,
     capacity: usize,
-    /// resourceVersion of the newest change dropped; watches from before it are expired.
+    /// resourceVersion of the newest revision dropped; watches from before it are expired.
     compacted: u64,
 }
 
 impl History {
-    /// An empty history keeping at most `capacity` changes (at least one).
+    /// An empty history keeping at most `capacity` revisions (at least one).
     pub fn new(capacity: usize) -> Self {
         History {
-            changes: VecDeque::new(),
+            revisions: VecDeque::new(),
             capacity: capacity.max(1),
             compacted: 0,
         }
     }
 
-    /// Records a change, dropping the oldest when full.
-    pub fn push(&mut self, change: Arc<Change>) {
-        if self.changes.len() == self.capacity
-            && let Some(old) = self.changes.pop_front()
+    /// Records a revision, dropping the oldest when full.
+    pub fn push(&mut self, revision: Arc<Revision>) {
+        if self.revisions.len() == self.capacity
+            && let Some(old) = self.revisions.pop_front()
         {
             self.compacted = old.rv;
         }
-        self.changes.push_back(change);
+        self.revisions.push_back(revision);
     }
 
-    /// Every change after `rv`, or Gone when some of them were already dropped.
-    pub fn since(&self, rv: u64) -> Result<Vec<Arc<Change>>, ApiError> {
+    /// Every revision after `rv`, or Gone when some of them were already dropped.
+    pub fn since(&self, rv: u64) -> Result<Vec<Arc<Revision>>, ApiError> {
         if rv < self.compacted {
-            let oldest = self.changes.front().map_or(self.compacted, |c| c.rv);
+            let oldest = self.revisions.front().map_or(self.compacted, |r| r.rv);
             return Err(ApiError::expired(rv, oldest));
         }
-        // Changes are in rv order, so skip the prefix at or before rv.
-        let start = self.changes.partition_point(|c| c.rv <= rv);
-        Ok(self.changes.iter().skip(start).cloned().collect())
+        // Revisions are in rv order, so skip the prefix at or before rv.
+        let start = self.revisions.partition_point(|r| r.rv <= rv);
+        Ok(self.revisions.iter().skip(start).cloned().collect())
     }
 }
 
@@ -106,8 +112,8 @@ mod tests {
     use super::*;
     use crate::kinds;
 
-    fn change(rv: u64) -> Arc<Change> {
-        Arc::new(Change {
+    fn revision(rv: u64) -> Arc<Revision> {
+        Arc::new(Revision {
             rv,
             kind: kinds::pods(),
             change: ChangeType::Added,
@@ -120,7 +126,7 @@ mod tests {
     fn keeps_the_newest_and_expires_the_rest() {
         let mut h = History::new(3);
         for rv in 1..=5 {
-            h.push(change(rv));
+            h.push(revision(rv));
         }
         assert_eq!(
             h.since(2).unwrap().iter().map(|c| c.rv).collect::<Vec<_>>(),

@@ -2,9 +2,14 @@
 //!
 //! Objects are JSON values keyed by kind, namespace and name. Every write takes the next value
 //! of one global resourceVersion, stamps it into `metadata.resourceVersion` and records a
-//! [`Change`] in a bounded [`History`] that watches resume from. The store reads no clock and
-//! does no IO: the time of a write comes in [`WriteOptions`], and the changes a write produced
-//! are collected with [`Store::take_changes`] by whoever publishes them (the `shared` module).
+//! [`Revision`] in a bounded [`History`] that watches resume from. The store reads no clock and
+//! does no IO: the time of a write comes in [`WriteOptions`], and the revisions a write produced
+//! are collected with [`Store::take_revisions`] by whoever publishes them (the `shared` module).
+//!
+//! It is the local control plane's etcd, not `volcano_api::store::ObjectStore`: it keeps every
+//! served kind as JSON (fields no Rust type models included) with resourceVersions and history,
+//! while the typed store is what a client of this server (the kube runtime of `volcano up`)
+//! builds from its watches.
 //!
 //! Semantics follow the Kubernetes API server where a client can observe them: optimistic
 //! concurrency on resourceVersion, no-op writes that do not bump it, status subresources,
@@ -37,7 +42,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use history::{Change, ChangeType, History};
+pub use history::{ChangeType, History, Revision};
 pub use patch::PatchType;
 pub use selector::Selectors;
 
@@ -51,7 +56,7 @@ pub const INITIAL_NAMESPACES: &[&str] =
 /// How a store is set up.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// How many changes watches can resume from.
+    /// How many revisions watches can resume from.
     pub watch_history: usize,
     /// Seed of uids and generated names.
     pub uid_seed: u64,
@@ -114,7 +119,7 @@ pub struct Store {
     objects: Vec<BTreeMap<Key, Arc<Value>>>,
     rv: u64,
     history: History,
-    outbox: Vec<Arc<Change>>,
+    outbox: Vec<Arc<Revision>>,
     ids: meta::IdGen,
     /// Where the object with a uid lives.
     uids: HashMap<String, (usize, Key)>,
@@ -225,18 +230,18 @@ impl Store {
         self.objects[kinds::namespaces().index()].contains_key(&(String::new(), ns.to_string()))
     }
 
-    /// Every change after `rv`, or 410 Gone when the history no longer reaches back to it.
-    pub fn changes_since(&self, rv: u64) -> Result<Vec<Arc<Change>>, ApiError> {
+    /// Every revision after `rv`, or 410 Gone when the history no longer reaches back to it.
+    pub fn revisions_since(&self, rv: u64) -> Result<Vec<Arc<Revision>>, ApiError> {
         self.history.since(rv)
     }
 
-    /// The changes made since the last call, oldest first, for publishing to watchers.
-    pub fn take_changes(&mut self) -> Vec<Arc<Change>> {
+    /// The revisions made since the last call, oldest first, for publishing to watchers.
+    pub fn take_revisions(&mut self) -> Vec<Arc<Revision>> {
         std::mem::take(&mut self.outbox)
     }
 
     /// Stores `object` (already stamped, in storage form) under its key and records the
-    /// change.
+    /// revision.
     fn commit(
         &mut self,
         kind: &'static KindInfo,
@@ -257,15 +262,15 @@ impl Store {
             self.index(idx, &key, &object);
             self.objects[idx].insert(key, object.clone());
         }
-        let change = Arc::new(Change {
+        let revision = Arc::new(Revision {
             rv: self.rv,
             kind,
             change,
             object: object.clone(),
             old,
         });
-        self.history.push(change.clone());
-        self.outbox.push(change);
+        self.history.push(revision.clone());
+        self.outbox.push(revision);
         object
     }
 

@@ -38,7 +38,7 @@ fn a_pod_created_for_a_deleted_owner_is_collected_and_one_for_a_live_owner_stays
         &w(),
     )
     .unwrap();
-    s.take_changes();
+    s.take_revisions();
     // A controller with a stale view creates a pod for a Job deleted meanwhile.
     let created = s
         .create(
@@ -53,7 +53,7 @@ fn a_pod_created_for_a_deleted_owner_is_collected_and_one_for_a_live_owner_stays
         "the create itself succeeds"
     );
     assert!(s.get(kinds::pods(), Some("default"), "orphan").is_err());
-    let changes: Vec<_> = s.take_changes().iter().map(|c| c.change).collect();
+    let changes: Vec<_> = s.take_revisions().iter().map(|c| c.change).collect();
     assert_eq!(changes, vec![ChangeType::Added, ChangeType::Deleted]);
     assert!(s.get(kinds::pods(), Some("default"), "live").is_ok());
 }

@@ -325,7 +325,7 @@ fn owner_references_are_garbage_collected() {
     let ev = json!({"metadata": {"name": "e", "ownerReferences": [
         {"apiVersion": "v1", "kind": "Pod", "name": "j-0", "uid": p["metadata"]["uid"]}]}});
     s.create(kind("events"), Some("default"), ev, &w()).unwrap();
-    s.take_changes();
+    s.take_revisions();
     s.delete(
         kind("jobs"),
         Some("default"),
@@ -337,7 +337,7 @@ fn owner_references_are_garbage_collected() {
     assert!(s.get(kinds::pods(), Some("default"), "j-0").is_err());
     assert!(s.get(kind("podgroups"), Some("default"), "j-pg").is_err());
     assert!(s.get(kind("events"), Some("default"), "e").is_err());
-    let deleted: Vec<_> = s.take_changes().iter().map(|c| c.change).collect();
+    let deleted: Vec<_> = s.take_revisions().iter().map(|c| c.change).collect();
     assert_eq!(deleted, vec![ChangeType::Deleted; 4]);
 }
 
@@ -451,8 +451,8 @@ fn history_expires_into_gone() {
         s.create(kinds::pods(), Some("default"), pod(&format!("p{i}")), &w())
             .unwrap();
     }
-    assert_eq!(s.changes_since(start + 2).unwrap().len(), 3);
-    assert_eq!(s.changes_since(start).unwrap_err().code(), 410);
+    assert_eq!(s.revisions_since(start + 2).unwrap().len(), 3);
+    assert_eq!(s.revisions_since(start).unwrap_err().code(), 410);
 }
 
 #[test]
@@ -469,7 +469,7 @@ fn dry_run_stores_nothing() {
     assert_eq!(made["metadata"]["name"], "a");
     assert!(s.get(kinds::pods(), Some("default"), "a").is_err());
     assert_eq!(s.resource_version(), before);
-    assert!(s.take_changes().is_empty());
+    assert!(s.take_revisions().is_empty());
 }
 
 #[test]
@@ -509,7 +509,7 @@ fn events_are_shared_between_the_core_and_events_apis() {
         s.get(core, Some("default"), "p.1").unwrap()["message"],
         "again"
     );
-    let changes = s.take_changes();
+    let changes = s.take_revisions();
     assert!(changes.iter().all(|c| std::ptr::eq(c.kind, core)));
     s.delete(api, Some("default"), "p.1", &DeleteOptions::default(), &w())
         .unwrap();

@@ -18,12 +18,10 @@ use volcano_controllers::admission;
 use super::client::{Cluster, ConnectionArgs, Subject, connect};
 use super::resources::parse_resource_list;
 use super::table::{Table, date};
-use super::{bus, describe, job_file};
+use super::{DEFAULT_NAMESPACE, bus, describe, job_file};
 use crate::Failure;
 use crate::output::print;
 
-/// The namespace of a command that names none, as in vcctl (not the kubeconfig's).
-pub const DEFAULT_NAMESPACE: &str = "default";
 /// The label vcctl puts on the pod template of a job it builds.
 const RUN_LABEL: &str = "job.volcano.sh";
 /// The label giving a job's type in `job list` (`Batch` when absent).

@@ -9,6 +9,8 @@ use serde_yaml_ng::Value;
 use volcano_api::batch::Job;
 use volcano_api::resources::canonical_amount;
 
+use super::DEFAULT_NAMESPACE;
+
 const API_VERSION: &str = "batch.volcano.sh/v1alpha1";
 
 /// Reads the Job in `text` (the contents of `file`, named in errors).
@@ -128,7 +130,7 @@ pub fn place(
             ));
         }
         (None, flag) => {
-            meta.namespace = Some(flag.unwrap_or(super::job::DEFAULT_NAMESPACE).to_string());
+            meta.namespace = Some(flag.unwrap_or(DEFAULT_NAMESPACE).to_string());
         }
         _ => {}
     }

@@ -17,6 +17,10 @@ mod queue;
 mod resources;
 mod table;
 
+/// The namespace of a command (or a Job file) that names none, as in vcctl (not the
+/// kubeconfig's); shared by `job` and `job_file`.
+const DEFAULT_NAMESPACE: &str = "default";
+
 /// `volcano job`.
 #[derive(Subcommand, Debug)]
 #[command(after_help = "\

@@ -20,6 +20,7 @@ mod podgroup;
 mod policies;
 mod queue;
 mod queue_delete;
+mod request;
 mod review;
 mod update;
 mod validate;
@@ -32,10 +33,8 @@ pub use pod::validate_pod;
 pub use podgroup::validate_podgroup;
 pub use queue::{default_queue, validate_queue};
 pub use queue_delete::check_queue_deletion;
-pub use review::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict, review,
-    validate_new_job,
-};
+pub use request::{AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict};
+pub use review::{review, validate_new_job};
 pub use update::validate_job_update;
 pub use validate::validate_job;
 

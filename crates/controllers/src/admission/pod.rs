@@ -4,7 +4,7 @@
 use serde_json::Value;
 use volcano_api::keys::{JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE};
 
-use super::review::AdmissionSettings;
+use super::request::AdmissionSettings;
 
 /// Checks a pod being created; pods of other schedulers pass.
 pub fn validate_pod(pod: &Value, settings: &AdmissionSettings) -> Result<(), String> {

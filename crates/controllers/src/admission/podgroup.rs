@@ -5,7 +5,7 @@ use serde_json::Value;
 use volcano_api::scheduling::{PodGroup, queue_state};
 
 use super::queue::not_found;
-use super::review::AdmissionView;
+use super::request::AdmissionView;
 
 /// Checks a PodGroup being created.
 pub fn validate_podgroup(pg: &PodGroup, view: &dyn AdmissionView) -> Result<(), String> {

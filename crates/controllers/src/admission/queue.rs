@@ -14,7 +14,7 @@ use volcano_api::keys::{HIERARCHY, HIERARCHY_WEIGHTS, ROOT_QUEUE};
 use volcano_api::quantity::{format_milli, parse_milli};
 use volcano_api::scheduling::{Queue, queue_state};
 
-use super::review::{AdmissionSettings, AdmissionView, Patch};
+use super::request::{AdmissionSettings, AdmissionView, Patch};
 
 /// The defaults Volcano's mutating webhook gives a new queue: `reclaimable: true`, `weight: 1`
 /// and a `root/` prefix on the hierarchy annotations.

@@ -8,7 +8,7 @@ use volcano_api::scheduling::Queue;
 
 use super::DEFAULT_QUEUE;
 use super::queue::children_of;
-use super::review::AdmissionView;
+use super::request::AdmissionView;
 
 /// Whether `queue` may be deleted, in Volcano's words when not.
 pub fn check_queue_deletion(queue: &Queue, view: &dyn AdmissionView) -> Result<(), String> {

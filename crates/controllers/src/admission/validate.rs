@@ -10,7 +10,7 @@ use super::names::{
     dns1123_label_errors, dns1123_subdomain_errors, go_list, qualified_name_errors,
 };
 use super::policies::validate_policies;
-use crate::job::plugins::{KNOWN, check_args};
+use crate::job_plugins::{KNOWN, check_args};
 
 const NOT_A_DAG: &str =
     "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)";

@@ -3,7 +3,6 @@
 
 pub mod build;
 pub mod controller;
-pub mod plugins;
 pub mod policy;
 pub mod request;
 pub mod state;

@@ -10,10 +10,10 @@ use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, phase as pg_phase};
 
 use super::build;
-use super::plugins::{self, PluginContext, PluginError};
 use super::request::Request;
 use super::state::{Plan, Retain, Work, apply_rule};
 use crate::change::{Change, Owned};
+use crate::job_plugins::{self, JobPlugin, PluginContext, PluginError};
 use crate::time::Instant;
 use crate::view::{ClusterView, pod_annotation as annotation};
 
@@ -98,8 +98,8 @@ pub fn find_pod_group<'v>(job: &Job, view: &ClusterView<'v>) -> Option<&'v PodGr
 fn plugins_of<'a>(
     job: &Job,
     env: &JobEnv<'a, '_>,
-) -> Result<Vec<Box<dyn plugins::JobPlugin + 'a>>, SyncError> {
-    plugins::plugins_of(job, env.plugins).map_err(|source| SyncError::Plugin {
+) -> Result<Vec<Box<dyn JobPlugin + 'a>>, SyncError> {
+    job_plugins::plugins_of(job, env.plugins).map_err(|source| SyncError::Plugin {
         job: job_id(job),
         source,
     })
@@ -257,7 +257,7 @@ pub fn is_out_of_sync(pod: &Pod) -> bool {
 /// marked pods, and counts the rest.
 fn reconcile_pods(
     job: &Job,
-    plugins: &[Box<dyn plugins::JobPlugin + '_>],
+    plugins: &[Box<dyn JobPlugin + '_>],
     env: &JobEnv<'_, '_>,
     changes: &mut Vec<Change>,
 ) -> Result<Counts, SyncError> {

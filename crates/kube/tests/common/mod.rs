@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use volcano_apiserver::kubelet::{KubeletOptions, Kubelets, NodeSpec};
 use volcano_apiserver::{LocalApiServer, ServerOptions};
-use volcano_controllers::job::plugins::PlaceholderSshKeys;
+use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_kube::controllers::ControllerRuntime;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::simulate::duration;
+use volcano_api::lifecycle::duration;
 
 /// A probability, in parts per million (so plans compare exactly and runs repeat).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,13 +1,15 @@
 //! The virtual clock and the events waiting on it. Events at one instant fire in the order
-//! they were scheduled, so a run never depends on anything but its input.
+//! they were scheduled, so a run never depends on anything but its input. The events are
+//! data only: `kubelet`, `disruptions` and the engine schedule and carry them out.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use volcano_api::k8s_openapi::api::core::v1::Node;
+use volcano_api::scheduling::ResourceList;
 use volcano_controllers::time::Instant;
 
 use super::annotations::Outcome;
-use super::disruptions::Disruption;
 use super::plan::NodeChange;
 
 /// A pod, pinned to one incarnation: a Job restart recreates pods under the same name, and an
@@ -35,6 +37,21 @@ pub enum Event {
     Node(String, NodeChange),
     /// An injected fault strikes, or is undone.
     Fault(Disruption),
+}
+
+/// One node-level fault, or its undoing.
+#[derive(Debug, Clone)]
+pub enum Disruption {
+    /// The node object is deleted; its pods are lost.
+    Vanish(String),
+    /// A vanished node comes back as it was.
+    Return(Box<Node>),
+    /// The node's allocatable drops to half of what its pods request.
+    Shrink(String),
+    /// A shrunk node gets its allocatable back.
+    Restore(String, ResourceList),
+    /// Another scheduler binds a pod taking half the node.
+    ForeignPod(String),
 }
 
 /// The present and the future.

@@ -1,6 +1,7 @@
 //! The node-level faults of a run: nodes deleted and back later, nodes whose allocatable
 //! drops below what their pods use, pods bound straight to a node by another scheduler. Drawn
 //! from the run's fault seed when the run starts; each undone when the fault window closes.
+//! Each waits on the clock as an [`Event::Fault`] carrying its [`Disruption`].
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use volcano_controllers::change::Change;
 use volcano_controllers::time::Instant;
 
 use super::annotations::DURATION;
-use super::clock::{Clock, Event};
+use super::clock::{Clock, Disruption, Event};
 use super::kubelet::{Kubelets, is_terminal, node_of};
 use crate::faults::{Faults, accounting};
 use crate::store::Store;
@@ -26,21 +27,6 @@ pub const FOREIGN_SCHEDULER: &str = "default-scheduler";
 
 /// How long a foreign pod runs.
 const FOREIGN_POD_RUNS: Duration = Duration::from_secs(120);
-
-/// One node-level fault, or its undoing.
-#[derive(Debug, Clone)]
-pub enum Disruption {
-    /// The node object is deleted; its pods are lost.
-    Vanish(String),
-    /// A vanished node comes back as it was.
-    Return(Box<Node>),
-    /// The node's allocatable drops to half of what its pods request.
-    Shrink(String),
-    /// A shrunk node gets its allocatable back.
-    Restore(String, ResourceList),
-    /// Another scheduler binds a pod taking half the node.
-    ForeignPod(String),
-}
 
 /// Schedules the plan's node faults at random instants of the window, on random nodes.
 pub fn schedule(faults: &mut Faults, nodes: &[Node], clock: &mut Clock) {

@@ -1,5 +1,7 @@
 //! Job controller plugins (`spec.plugins`): `svc`, `env` and `ssh` add Services, ConfigMaps,
-//! Secrets and environment to a job's pods, as Volcano's do.
+//! Secrets and environment to a job's pods, as Volcano's do. They sit beside the job
+//! controller rather than inside it because admission, which the controller consults for a Job
+//! no webhook has seen, checks their arguments too.
 
 use std::collections::BTreeMap;
 

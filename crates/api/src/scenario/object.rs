@@ -1,0 +1,123 @@
+//! The kinds a scenario may hold and a typed object of any of them: what [`decode`](super::decode)
+//! produces and [`validate`](super::validate) checks, below both.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::batch::Job;
+use crate::bus::Command;
+use crate::scheduling::{PodGroup, Queue};
+
+/// A kind a scenario may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// `v1` Node.
+    Node,
+    /// `v1` Pod.
+    Pod,
+    /// `scheduling.volcano.sh/v1beta1` PodGroup.
+    PodGroup,
+    /// `scheduling.volcano.sh/v1beta1` Queue.
+    Queue,
+    /// `batch.volcano.sh/v1alpha1` Job.
+    Job,
+    /// `bus.volcano.sh/v1alpha1` Command.
+    Command,
+    /// `scheduling.k8s.io/v1` PriorityClass.
+    PriorityClass,
+    /// `v1` ConfigMap carrying the scheduler configuration.
+    ConfigMap,
+}
+
+/// Every kind, in the order errors list them.
+pub(super) const KINDS: [Kind; 8] = [
+    Kind::Node,
+    Kind::Pod,
+    Kind::PodGroup,
+    Kind::Queue,
+    Kind::Job,
+    Kind::Command,
+    Kind::PriorityClass,
+    Kind::ConfigMap,
+];
+
+/// What an error about an unknown kind says a scenario may hold.
+pub(super) const KNOWN_KINDS: &str =
+    "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, PriorityClass and ConfigMap";
+
+impl Kind {
+    /// The `kind` field's value.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Kind::Node => "Node",
+            Kind::Pod => "Pod",
+            Kind::PodGroup => "PodGroup",
+            Kind::Queue => "Queue",
+            Kind::Job => "Job",
+            Kind::Command => "Command",
+            Kind::PriorityClass => "PriorityClass",
+            Kind::ConfigMap => "ConfigMap",
+        }
+    }
+
+    pub(super) fn api_version(self) -> &'static str {
+        match self {
+            Kind::Node | Kind::Pod | Kind::ConfigMap => "v1",
+            Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
+            Kind::Job => "batch.volcano.sh/v1alpha1",
+            Kind::Command => "bus.volcano.sh/v1alpha1",
+            Kind::PriorityClass => "scheduling.k8s.io/v1",
+        }
+    }
+
+    pub(super) fn namespaced(self) -> bool {
+        matches!(
+            self,
+            Kind::Pod | Kind::PodGroup | Kind::Job | Kind::Command | Kind::ConfigMap
+        )
+    }
+
+    /// Volcano's CRDs accept an object without `spec` (every field has a default); the typed
+    /// structs do not, so an absent spec is read as an empty one.
+    pub(super) fn spec_optional(self) -> bool {
+        matches!(self, Kind::PodGroup | Kind::Queue | Kind::Job)
+    }
+}
+
+/// A typed object of any scenario kind.
+#[derive(Debug, Clone)]
+pub(super) enum Object {
+    /// A node.
+    Node(Box<Node>),
+    /// A pod.
+    Pod(Box<Pod>),
+    /// A PodGroup.
+    PodGroup(Box<PodGroup>),
+    /// A queue.
+    Queue(Box<Queue>),
+    /// A Volcano Job.
+    Job(Box<Job>),
+    /// A bus Command.
+    Command(Box<Command>),
+    /// A priority class.
+    PriorityClass(Box<PriorityClass>),
+    /// A ConfigMap.
+    ConfigMap(Box<ConfigMap>),
+}
+
+impl Object {
+    /// Its metadata, for defaulting.
+    pub(super) fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Object::Node(o) => &mut o.metadata,
+            Object::Pod(o) => &mut o.metadata,
+            Object::PodGroup(o) => &mut o.metadata,
+            Object::Queue(o) => &mut o.metadata,
+            Object::Job(o) => &mut o.metadata,
+            Object::Command(o) => &mut o.metadata,
+            Object::PriorityClass(o) => &mut o.metadata,
+            Object::ConfigMap(o) => &mut o.metadata,
+        }
+    }
+}
