@@ -11,8 +11,8 @@ use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
 use volcano_scheduler::conf::SchedulerConf;
-use volcano_scheduler::cycle::{Prepared, SchedulingCycle, SnapshotSource, Unobserved};
-use volcano_scheduler::framework::{Decisions, SessionOptions};
+use volcano_scheduler::cycle::{Prepared, SchedulingCycle, SnapshotSource};
+use volcano_scheduler::framework::{Decisions, SessionOptions, Unobserved};
 use volcano_scheduler::model::Snapshot;
 
 use crate::decisions::apply_decisions;
