@@ -26,5 +26,5 @@ pub mod workqueue;
 
 pub use change::{Change, Owned};
 
-pub use manager::{ControllerManager, ManagerOptions, Watch, Work, WorkKey};
+pub use manager::{ControllerManager, ManagerOptions, Work, WorkKey};
 pub use view::ClusterView;

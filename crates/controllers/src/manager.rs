@@ -3,12 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use volcano_api::batch::Job;
 use volcano_api::bus::Command;
 use volcano_api::event::Event;
-use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
-use volcano_api::scheduling::{PodGroup, Queue};
 
 use crate::change::Change;
 use crate::command::{self, Consumption, Route};
@@ -23,70 +20,6 @@ use crate::time::Instant;
 use crate::view::ClusterView;
 use crate::workqueue::{RetryPolicy, WorkQueue};
 use volcano_api::{NamespacedName, WatchEvent};
-
-/// A watch event: an object appeared (`old` none), changed, or went away (`new` none).
-#[derive(Debug, Clone, Copy)]
-pub enum Watch<'a> {
-    /// A Volcano Job.
-    Job {
-        /// Before.
-        old: Option<&'a Job>,
-        /// After.
-        new: Option<&'a Job>,
-    },
-    /// A pod.
-    Pod {
-        /// Before.
-        old: Option<&'a Pod>,
-        /// After.
-        new: Option<&'a Pod>,
-    },
-    /// A PodGroup.
-    PodGroup {
-        /// Before.
-        old: Option<&'a PodGroup>,
-        /// After.
-        new: Option<&'a PodGroup>,
-    },
-    /// A queue.
-    Queue {
-        /// Before.
-        old: Option<&'a Queue>,
-        /// After.
-        new: Option<&'a Queue>,
-    },
-    /// A Command appeared.
-    Command(&'a Command),
-}
-
-impl<'a> Watch<'a> {
-    /// The watch event as the controllers take it; `None` for what they do not follow
-    /// (nodes, priority classes, a Command changed or deleted).
-    pub fn of(event: &'a WatchEvent) -> Option<Self> {
-        Some(match event {
-            WatchEvent::Job(o, n) => Watch::Job {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            WatchEvent::Pod(o, n) => Watch::Pod {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            WatchEvent::PodGroup(o, n) => Watch::PodGroup {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            WatchEvent::Queue(o, n) => Watch::Queue {
-                old: o.as_deref(),
-                new: n.as_deref(),
-            },
-            WatchEvent::Command(None, Some(c)) => Watch::Command(c),
-            WatchEvent::Command(..) | WatchEvent::Node(..) | WatchEvent::PriorityClass(..) => {
-                return None;
-            }
-        })
-    }
-}
 
 /// Settings of the controllers.
 pub struct ManagerOptions {
@@ -192,22 +125,10 @@ impl ControllerManager {
     pub fn relist(&mut self, view: &ClusterView<'_>) {
         let objs = view.objects();
         for q in &objs.queues {
-            self.observe(
-                Watch::Queue {
-                    old: None,
-                    new: Some(q),
-                },
-                view,
-            );
+            self.queues.on_queue(None, Some(q));
         }
         for j in &objs.jobs {
-            self.observe(
-                Watch::Job {
-                    old: None,
-                    new: Some(j),
-                },
-                view,
-            );
+            self.jobs.on_job(None, Some(j));
         }
         for p in &objs.pods {
             // Pods of jobs are reconciled through their job's own sync; only lone pods
@@ -215,34 +136,39 @@ impl ControllerManager {
             self.pod_groups.on_pod(p);
         }
         for c in &objs.commands {
-            self.observe(Watch::Command(c), view);
+            self.on_command(c);
         }
     }
 
-    /// Feeds one watch event to the controllers that care.
-    pub fn observe(&mut self, w: Watch<'_>, view: &ClusterView<'_>) {
-        match w {
-            Watch::Job { old, new } => self.jobs.on_job(old, new),
-            Watch::Pod { old, new } => {
-                self.jobs.on_pod(old, new, view);
+    /// Feeds one watch event to the controllers that care. Nodes and priority classes are
+    /// not followed, nor a Command changed or deleted: only its appearance asks for work.
+    pub fn observe(&mut self, event: &WatchEvent, view: &ClusterView<'_>) {
+        match event {
+            WatchEvent::Job(old, new) => self.jobs.on_job(old.as_deref(), new.as_deref()),
+            WatchEvent::Pod(old, new) => {
+                self.jobs.on_pod(old.as_deref(), new.as_deref(), view);
                 if let Some(p) = new {
                     self.pod_groups.on_pod(p);
                 }
             }
-            Watch::PodGroup { old, new } => {
+            WatchEvent::PodGroup(old, new) => {
+                let (old, new) = (old.as_deref(), new.as_deref());
                 self.queues.on_pod_group(old, new);
                 if let Some(e) = self.jobs.on_pod_group(old, new, view) {
                     self.events.push(e);
                 }
             }
-            Watch::Queue { old, new } => self.queues.on_queue(old, new),
-            Watch::Command(c) => {
-                self.commands.add(NamespacedName::new(
-                    c.metadata.namespace.clone().unwrap_or_default(),
-                    c.metadata.name.clone().unwrap_or_default(),
-                ));
-            }
+            WatchEvent::Queue(old, new) => self.queues.on_queue(old.as_deref(), new.as_deref()),
+            WatchEvent::Command(None, Some(c)) => self.on_command(c),
+            WatchEvent::Command(..) | WatchEvent::Node(..) | WatchEvent::PriorityClass(..) => {}
         }
+    }
+
+    fn on_command(&mut self, c: &Command) {
+        self.commands.add(NamespacedName::new(
+            c.metadata.namespace.clone().unwrap_or_default(),
+            c.metadata.name.clone().unwrap_or_default(),
+        ));
     }
 
     /// The next turn that is due at `now`, if any: events first, then Commands, jobs, lone

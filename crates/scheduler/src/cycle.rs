@@ -11,8 +11,8 @@ use volcano_api::scheduling::Queue;
 use volcano_api::{NamespacedName, ObjectKind, Objects, WatchEvent, keys};
 
 use crate::cache::{BuildError, CacheOptions, SchedulerCache, build_snapshot, implicit_queue};
-use crate::conf::{ActionKind, SchedulerConf};
-use crate::framework::{Decisions, Session, SessionOptions};
+use crate::conf::SchedulerConf;
+use crate::framework::{Decisions, Session, SessionObserver, SessionOptions};
 use crate::model::Snapshot;
 
 /// Objects a snapshot may leave out, one at a time, before the session is given up.
@@ -37,28 +37,6 @@ impl SnapshotSource {
     }
 }
 
-/// Sees each step of a session run, around the step itself, so the caller can time it (the
-/// scheduler reads no clock). Every method must call `run` exactly once.
-pub trait SessionObserver {
-    /// A plugin is built as the session opens.
-    fn plugin_open(&mut self, _plugin: &str, run: &mut dyn FnMut()) {
-        run()
-    }
-    /// An action runs.
-    fn action(&mut self, _action: ActionKind, run: &mut dyn FnMut()) {
-        run()
-    }
-    /// A plugin has its last word as the session closes.
-    fn plugin_close(&mut self, _plugin: &str, run: &mut dyn FnMut()) {
-        run()
-    }
-}
-
-/// An observer that only runs the steps.
-pub struct Unobserved;
-
-impl SessionObserver for Unobserved {}
-
 /// A session ready to run: its snapshot and how it was taken.
 pub struct Prepared {
     /// The snapshot the session works on.
@@ -77,11 +55,9 @@ impl Prepared {
         opts: SessionOptions,
         observer: &mut dyn SessionObserver,
     ) -> Decisions {
-        let mut ssn = Session::open_observed(self.snapshot, conf, opts, &mut |p, run| {
-            observer.plugin_open(p, run)
-        });
-        ssn.run_actions_observed(&mut |action, run: &mut dyn FnMut()| observer.action(action, run));
-        ssn.close_observed(&mut |p, run| observer.plugin_close(p, run))
+        let mut ssn = Session::open_observed(self.snapshot, conf, opts, observer);
+        ssn.run_actions_observed(observer);
+        ssn.close_observed(observer)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::actions;
 use crate::conf::{ActionKind, PluginKind, PluginOption, SchedulerConf};
-use crate::framework::{Plugin, Session, SessionOptions};
+use crate::framework::{Plugin, Session, SessionObserver, SessionOptions, Unobserved};
 use crate::model::Snapshot;
 use crate::plugins;
 
@@ -37,36 +37,23 @@ pub fn run_action(kind: ActionKind, ssn: &mut Session) {
     actions::run(&kind, ssn);
 }
 
-/// Watches each action of a session run, so a runtime can time them: the scheduler reads no
-/// clock. Any `FnMut(ActionKind, &mut dyn FnMut())` is one.
-pub trait ActionObserver {
-    /// Runs the action `action` by calling `run` exactly once.
-    fn around(&mut self, action: ActionKind, run: &mut dyn FnMut());
-}
-
-impl<F: FnMut(ActionKind, &mut dyn FnMut())> ActionObserver for F {
-    fn around(&mut self, action: ActionKind, run: &mut dyn FnMut()) {
-        self(action, run)
-    }
-}
-
 impl Session {
     /// Opens a session: builds every configured plugin over the snapshot.
     pub fn open(snap: Snapshot, conf: &SchedulerConf, opts: SessionOptions) -> Session {
-        Self::open_observed(snap, conf, opts, &mut |_, build| build())
+        Self::open_observed(snap, conf, opts, &mut Unobserved)
     }
 
-    /// [`Session::open`], building each plugin inside `around(plugin name, build)`, so the
-    /// caller can time it (the scheduler reads no clock).
+    /// [`Session::open`], building each plugin inside `observer.plugin_open`, so the caller
+    /// can time it (the scheduler reads no clock).
     pub fn open_observed(
         snap: Snapshot,
         conf: &SchedulerConf,
         opts: SessionOptions,
-        around: &mut dyn FnMut(&str, &mut dyn FnMut()),
+        observer: &mut dyn SessionObserver,
     ) -> Session {
         Session::with_plugins(snap, conf, opts, &mut |opt, snap| {
             let mut built = None;
-            around(opt.name.name(), &mut || {
+            observer.plugin_open(opt.name.name(), &mut || {
                 built = Some(build_plugin(opt, snap))
             });
             built
@@ -75,14 +62,14 @@ impl Session {
 
     /// Runs the configured actions in order.
     pub fn run_actions(&mut self) {
-        self.run_actions_observed(&mut |_, run: &mut dyn FnMut()| run());
+        self.run_actions_observed(&mut Unobserved);
     }
 
-    /// [`Session::run_actions`], running each action inside `observer.around(action, run)`.
-    pub fn run_actions_observed(&mut self, observer: &mut dyn ActionObserver) {
+    /// [`Session::run_actions`], running each action inside `observer.action`.
+    pub fn run_actions_observed(&mut self, observer: &mut dyn SessionObserver) {
         let actions = self.conf.actions.clone();
         for kind in actions {
-            observer.around(kind, &mut || run_action(kind, self));
+            observer.action(kind, &mut || run_action(kind, self));
         }
     }
 }
@@ -96,27 +83,44 @@ mod tests {
         build_snapshot(&volcano_api::Objects::default(), &CacheOptions::default()).unwrap()
     }
 
+    /// Writes down each step it sees, once the step has run.
+    #[derive(Default)]
+    struct Steps(Vec<String>);
+
+    impl SessionObserver for Steps {
+        fn plugin_open(&mut self, plugin: &str, run: &mut dyn FnMut()) {
+            run();
+            self.0.push(format!("open {plugin}"));
+        }
+        fn action(&mut self, action: ActionKind, run: &mut dyn FnMut()) {
+            run();
+            self.0.push(action.name().to_string());
+        }
+        fn plugin_close(&mut self, plugin: &str, run: &mut dyn FnMut()) {
+            run();
+            self.0.push(format!("close {plugin}"));
+        }
+    }
+
     #[test]
-    fn plugins_are_built_and_actions_run_inside_their_observers_in_order() {
+    fn plugins_are_built_actions_run_and_plugins_closed_inside_one_observer_in_order() {
         let text = "actions: enqueue, allocate, backfill, preempt, reclaim\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: drf\n";
         let (conf, _) = SchedulerConf::parse(text).unwrap();
-        let mut built = Vec::new();
+        let mut steps = Steps::default();
         let mut ssn = Session::open_observed(
             empty_snapshot(),
             &conf,
             SessionOptions::default(),
-            &mut |name, build| {
-                build();
-                built.push(name.to_string());
-            },
+            &mut steps,
         );
-        assert_eq!(built, ["priority", "gang", "drf"]);
-        let mut ran = Vec::new();
-        ssn.run_actions_observed(&mut |action: ActionKind, run: &mut dyn FnMut()| {
-            run();
-            ran.push(action);
-        });
-        assert_eq!(ran, ActionKind::ALL);
+        assert_eq!(steps.0, ["open priority", "open gang", "open drf"]);
+        steps.0.clear();
+        ssn.run_actions_observed(&mut steps);
+        let names: Vec<_> = ActionKind::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(steps.0, names);
         assert_eq!(ssn.action, Some(ActionKind::Reclaim));
+        steps.0.clear();
+        ssn.close_observed(&mut steps);
+        assert_eq!(steps.0, ["close priority", "close gang", "close drf"]);
     }
 }

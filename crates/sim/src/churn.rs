@@ -9,7 +9,7 @@ use volcano_api::scheduling::PodGroup;
 use volcano_api::scheduling::{PodGroupStatus, phase};
 use volcano_api::{NamespacedName, Objects};
 use volcano_controllers::change::Change;
-use volcano_controllers::manager::{ManagerOptions, Watch, Work, WorkKey};
+use volcano_controllers::manager::{ManagerOptions, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 
@@ -148,7 +148,7 @@ impl Churner {
             cluster.follow_journal();
             let work = {
                 let view = ClusterView::new(cluster.store.indexed());
-                for w in unseen.iter().filter_map(Watch::of) {
+                for w in &unseen {
                     cluster.controllers.observe(w, &view);
                 }
                 if let Some((key, ok)) = done.take() {

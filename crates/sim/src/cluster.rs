@@ -6,13 +6,13 @@ use volcano_api::k8s_openapi::api::core::v1::PodStatus;
 use volcano_api::keys;
 use volcano_api::{Objects, WatchEvent};
 use volcano_controllers::change::Change;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, Watch, Work, WorkKey};
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, Work, WorkKey};
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::ClusterView;
 use volcano_scheduler::cache::{BuildError, CacheOptions, build_snapshot, implicit_queue};
 use volcano_scheduler::conf::SchedulerConf;
-use volcano_scheduler::cycle::{Prepared, SchedulingCycle, SnapshotSource, Unobserved};
-use volcano_scheduler::framework::{Decisions, SessionOptions};
+use volcano_scheduler::cycle::{Prepared, SchedulingCycle, SnapshotSource};
+use volcano_scheduler::framework::{Decisions, SessionOptions, Unobserved};
 use volcano_scheduler::model::Snapshot;
 
 use crate::decisions::apply_decisions;
@@ -150,13 +150,13 @@ impl Cluster {
                 chaos.faults.deliver(watched.to_vec())
             }
             None => {
-                for w in watched.iter().filter_map(Watch::of) {
+                for w in watched {
                     self.controllers.observe(w, &view);
                 }
                 return;
             }
         };
-        for w in delivered.iter().filter_map(Watch::of) {
+        for w in &delivered {
             self.controllers.observe(w, &view);
         }
     }
@@ -186,7 +186,7 @@ impl Cluster {
                         chaos.faults.set_now(self.now);
                         watched = chaos.faults.deliver(watched);
                     }
-                    for w in watched.iter().filter_map(Watch::of) {
+                    for w in &watched {
                         self.controllers.observe(w, &view);
                     }
                     self.controllers.finish(&key, ok, self.now);

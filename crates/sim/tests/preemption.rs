@@ -19,6 +19,7 @@ use volcano_controllers::time::Instant;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::Cluster;
+use volcano_testkit::conf;
 
 /// Two 8-cpu nodes; priority classes; Volcano's usual actions with preempt and reclaim.
 const BASE: &str = r#"
@@ -41,19 +42,6 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: high}
 value: 1000
-"#;
-
-const CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
 "#;
 
 /// A Volcano Job of `replicas` 1-cpu pods.
@@ -101,21 +89,6 @@ fn load(docs: &[String]) -> volcano_api::Scenario {
     scenario
 }
 
-/// The same with `capacity` keeping the queue shares: queues borrow beyond their deserved
-/// share up to their capability, and reclaim brings it back.
-const CAPACITY_CONF: &str = r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-"#;
-
 struct Sim {
     c: Cluster,
     conf: SchedulerConf,
@@ -127,7 +100,7 @@ struct Sim {
 
 impl Sim {
     fn new(docs: &[String]) -> Self {
-        Self::with_conf(docs, CONF)
+        Self::with_conf(docs, conf::evicting())
     }
 
     fn with_conf(docs: &[String], conf: &str) -> Self {
@@ -336,7 +309,7 @@ fn lent_share_comes_back() {
             ),
             job("big", "borrower", "low", 16, 1),
         ],
-        CAPACITY_CONF,
+        conf::capacity_evicting(),
     );
     sim.run(2);
     assert_eq!(sim.running("big"), 16, "the borrower uses the idle share");

@@ -58,6 +58,11 @@ impl Index {
         self.at.get(key).copied()
     }
 
+    /// How many identities are indexed.
+    pub(super) fn len(&self) -> usize {
+        self.at.len()
+    }
+
     /// Positions of the members of a group (unordered).
     pub fn owned_by(&self, namespace: &str, group: &str) -> impl Iterator<Item = usize> + '_ {
         self.groups

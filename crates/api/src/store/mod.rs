@@ -3,10 +3,11 @@
 //!
 //! Every change goes through [`ObjectStore::upsert`] (or [`ObjectStore::create`]),
 //! [`ObjectStore::modify`], [`ObjectStore::delete`] (or [`ObjectStore::delete_where`]) or
-//! [`ObjectStore::reset`], each returning the owned [`WatchEvent`]s it caused, and (when journaling) keeping a copy for a follower that takes
-//! them in batches: the scheduler's incremental snapshot. Lookups by identity cost a hash
-//! probe; the controllers' queries (a Job's pods, a queue's PodGroups) are kept as indexes,
-//! so a controller turn borrows them instead of re-indexing the cluster.
+//! [`ObjectStore::reset`], each returning the owned [`WatchEvent`]s it caused, and (when
+//! journaling) keeping a copy for a follower that takes them in batches: the scheduler's
+//! incremental snapshot. Lookups by identity cost a hash probe; the controllers' queries (a
+//! Job's pods, a queue's PodGroups) are kept as indexes, so a controller turn borrows them
+//! instead of re-indexing the cluster.
 //!
 //! A deletion moves the last object of its kind into the gap (constant time), unless the store
 //! was made with [`ObjectStore::keeping_order`]: then objects keep the order they arrived in
@@ -21,7 +22,8 @@ mod index;
 pub use event::WatchEvent;
 pub use index::{Index, owning_job, pod_group_queue};
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -121,8 +123,10 @@ pub struct ObjectStore {
 }
 
 impl ObjectStore {
-    /// A store holding `objects`, in their order. Of two objects with one identity the later
-    /// wins the index (a scenario's loader refuses duplicates before this).
+    /// A store holding `objects`, in their order. Two objects of one identity (kind,
+    /// namespace, name) are one object, as applying them in turn would leave it: the later's
+    /// content in the earlier's place. (A scenario's loader refuses such duplicates with an
+    /// error naming both; other sources, a trace or a test, may still hand them over.)
     pub fn new(objects: Objects) -> Self {
         let mut store = ObjectStore {
             objects,
@@ -323,16 +327,39 @@ impl ObjectStore {
     }
 
     fn reindex_all(&mut self) {
-        let o = &self.objects;
+        let o = &mut self.objects;
         let ix = &mut self.indexes;
-        ix.pods.rebuild(&o.pods);
-        ix.nodes.rebuild(&o.nodes);
-        ix.pod_groups.rebuild(&o.pod_groups);
-        ix.queues.rebuild(&o.queues);
-        ix.jobs.rebuild(&o.jobs);
-        ix.priority_classes.rebuild(&o.priority_classes);
-        ix.commands.rebuild(&o.commands);
+        reindex(&mut o.pods, &mut ix.pods);
+        reindex(&mut o.nodes, &mut ix.nodes);
+        reindex(&mut o.pod_groups, &mut ix.pod_groups);
+        reindex(&mut o.queues, &mut ix.queues);
+        reindex(&mut o.jobs, &mut ix.jobs);
+        reindex(&mut o.priority_classes, &mut ix.priority_classes);
+        reindex(&mut o.commands, &mut ix.commands);
     }
+}
+
+/// Indexes one kind's list from scratch, first folding objects of one identity into one (see
+/// [`ObjectStore::new`]). The index counts the identities, so a list without duplicates (the
+/// usual case) is walked once.
+fn reindex<K: Stored>(list: &mut Vec<K>, index: &mut Index) {
+    index.rebuild(list);
+    if index.len() == list.len() {
+        return;
+    }
+    let mut at: HashMap<NamespacedName, usize> = HashMap::with_capacity(index.len());
+    let mut kept: Vec<K> = Vec::with_capacity(index.len());
+    for obj in std::mem::take(list) {
+        match at.entry(obj.key()) {
+            Entry::Occupied(e) => kept[*e.get()] = obj,
+            Entry::Vacant(e) => {
+                e.insert(kept.len());
+                kept.push(obj);
+            }
+        }
+    }
+    *list = kept;
+    index.rebuild(list);
 }
 
 #[cfg(test)]

@@ -148,3 +148,41 @@ fn a_pod_without_namespace_is_stored_in_default_and_a_renamed_one_is_found_by_it
     );
     assert!(store.objects().pods.is_empty());
 }
+
+#[test]
+fn objects_of_one_identity_given_at_once_are_one_as_applying_them_in_turn_would_leave_it() {
+    let mut store = ObjectStore::new(Objects {
+        pods: vec![
+            pod("a", Some("j1")),
+            pod("b", Some("j1")),
+            pod("a", Some("j2")),
+        ],
+        ..Default::default()
+    })
+    .keeping_order();
+    let mut applied = ObjectStore::default().keeping_order();
+    for p in [
+        pod("a", Some("j1")),
+        pod("b", Some("j1")),
+        pod("a", Some("j2")),
+    ] {
+        applied.upsert(p);
+    }
+    assert_eq!(store.objects().pods, applied.objects().pods);
+    assert_eq!(
+        names(&store.objects().pods.iter().collect::<Vec<_>>()),
+        ["a", "b"]
+    );
+    assert_eq!(names(&store.pods_of_job("ns", "j1")), ["b"]);
+    assert_eq!(names(&store.pods_of_job("ns", "j2")), ["a"]);
+    assert!(
+        store
+            .delete::<Pod>(&NamespacedName::new("ns", "a"))
+            .is_some()
+    );
+    assert!(!store.contains::<Pod>(&NamespacedName::new("ns", "a")));
+    assert_eq!(
+        names(&store.objects().pods.iter().collect::<Vec<_>>()),
+        ["b"]
+    );
+}

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
 use volcano_controllers::job::controller::Refusal;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, Watch, WorkKey};
+use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant as CtlInstant;
 use volcano_controllers::view::ClusterView;
 
@@ -120,9 +120,7 @@ impl ControllerRuntime {
                 }
                 _ => {}
             }
-            if let Some(w) = Watch::of(c) {
-                self.manager.observe(w, &view);
-            }
+            self.manager.observe(c, &view);
         }
     }
 

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use volcano_scheduler::conf::ActionKind;
-use volcano_scheduler::cycle::SessionObserver;
+use volcano_scheduler::framework::SessionObserver;
 
 use super::scheduler::{ON_CLOSE, ON_OPEN, SchedulerMetrics};
 use super::{label, ms};

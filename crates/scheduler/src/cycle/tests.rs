@@ -4,6 +4,7 @@ use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::scenario::load_str;
 
 use super::*;
+use crate::framework::Unobserved;
 
 const CLUSTER: &str = r#"
 apiVersion: v1

@@ -7,6 +7,7 @@ use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 
 use super::conditions::{FAILED_SCHEDULING, NOT_ENQUEUED, PodUnschedulable};
+use super::observer::{SessionObserver, Unobserved};
 use super::pending::job_detail;
 use super::report::QueueReport;
 use super::session::Session;
@@ -198,15 +199,15 @@ fn resource_list(s: &Snapshot, r: &Resource) -> ResourceList {
 impl Session {
     /// Closes the session: lets plugins write their last word, then collects every decision.
     pub fn close(self) -> Decisions {
-        self.close_observed(&mut |_, close| close())
+        self.close_observed(&mut Unobserved)
     }
 
-    /// [`Session::close`], running each plugin's last word inside `around(plugin name, run)`,
+    /// [`Session::close`], running each plugin's last word inside `observer.plugin_close`,
     /// so the caller can time it.
-    pub fn close_observed(mut self, around: &mut dyn FnMut(&str, &mut dyn FnMut())) -> Decisions {
+    pub fn close_observed(mut self, observer: &mut dyn SessionObserver) -> Decisions {
         for slot in self.tiers.iter_mut().flatten() {
             let name = slot.plugin.name();
-            around(name, &mut || {
+            observer.plugin_close(name, &mut || {
                 slot.plugin.on_session_close(&mut self.snap, &self.uid);
             });
         }

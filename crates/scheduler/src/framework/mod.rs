@@ -9,6 +9,7 @@
 pub mod close;
 pub mod conditions;
 mod dispatch;
+mod observer;
 pub mod pending;
 mod plugin;
 mod priority_queue;
@@ -19,6 +20,7 @@ mod statement;
 
 pub use close::{Decisions, Unschedulable, Unwritten};
 pub use conditions::{Event, EventType};
+pub use observer::{SessionObserver, Unobserved};
 pub use plugin::{EvictionUnit, Plugin, PluginSlot, QueueShare, Verdict, Vote};
 pub use priority_queue::PriorityQueue;
 pub use session::{PluginBuilder, Session, SessionError, SessionOptions};

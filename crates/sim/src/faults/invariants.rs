@@ -12,46 +12,12 @@ use volcano_api::event::Event;
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::invariants::{self, accounting::key};
 
-/// A broken invariant.
+/// A broken invariant: one of a session's decisions, as the scheduler's oracle names it, or
+/// one of what the oracle does not see (events over a run, the run's end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    /// A pod already on a node was bound again.
-    BoundTwice {
-        /// `ns/name`.
-        pod: String,
-        /// Where it was.
-        on: String,
-        /// Where the new bind sent it.
-        to: String,
-    },
-    /// The scheduler bound a pod to a node that could not hold it, or to one whose pods
-    /// already needed more than it has.
-    NodeOverAllocatable {
-        /// Node.
-        node: String,
-        /// Σ requests after the session.
-        used: String,
-        /// Allocatable.
-        allocatable: String,
-    },
-    /// A gang got binds without enough members to start.
-    GangPartlyPlaced {
-        /// `ns/name` of the PodGroup.
-        pod_group: String,
-        /// Members ready after the session.
-        ready: usize,
-        /// `minMember`.
-        min_member: i32,
-    },
-    /// A queue within its capability went over it.
-    QueueOverCapability {
-        /// Queue.
-        queue: String,
-        /// Σ requests of its pods after the session.
-        used: String,
-        /// Its capability.
-        capability: String,
-    },
+    /// A session's decisions broke an invariant of the scheduler's oracle.
+    Session(invariants::Violation),
     /// The same event twice for one object with no change of the object in between.
     EventRepeated {
         /// `Kind/ns/name`.
@@ -68,78 +34,12 @@ pub enum Violation {
         /// Its phase.
         phase: String,
     },
-    /// Another invariant of a session's decisions broke: one the scheduler's oracle names
-    /// and this checker has no variant of its own for.
-    Session(invariants::Violation),
-}
-
-impl From<invariants::Violation> for Violation {
-    fn from(v: invariants::Violation) -> Self {
-        use invariants::Violation as V;
-        match v {
-            V::BoundTwice { pod, on, to } => Violation::BoundTwice { pod, on, to },
-            V::NodeOverAllocatable {
-                node,
-                used,
-                allocatable,
-            } => Violation::NodeOverAllocatable {
-                node,
-                used,
-                allocatable,
-            },
-            V::GangPartlyPlaced {
-                pod_group,
-                ready,
-                min_member,
-            } => Violation::GangPartlyPlaced {
-                pod_group,
-                ready,
-                min_member,
-            },
-            V::QueueOverCapability {
-                queue,
-                used,
-                capability,
-            } => Violation::QueueOverCapability {
-                queue,
-                used,
-                capability,
-            },
-            other => Violation::Session(other),
-        }
-    }
 }
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Violation::BoundTwice { pod, on, to } => {
-                write!(f, "pod {pod} bound to {to} while already on {on}")
-            }
-            Violation::NodeOverAllocatable {
-                node,
-                used,
-                allocatable,
-            } => write!(
-                f,
-                "node {node} given a pod beyond its allocatable: uses {used}, has {allocatable}"
-            ),
-            Violation::GangPartlyPlaced {
-                pod_group,
-                ready,
-                min_member,
-            } => write!(
-                f,
-                "PodGroup {pod_group} got binds with {ready} members ready, below minMember {min_member}"
-            ),
-            Violation::QueueOverCapability {
-                queue,
-                used,
-                capability,
-            } => write!(
-                f,
-                "queue {queue} pushed over its capability: uses {used}, capability {capability}"
-            ),
+            Violation::Session(v) => write!(f, "{v}"),
             Violation::EventRepeated {
                 object,
                 reason,
@@ -148,7 +48,6 @@ impl std::fmt::Display for Violation {
                 f,
                 "event {reason} on {object} recorded twice for one transition: {message}"
             ),
-            Violation::Session(v) => write!(f, "{v}"),
             Violation::JobNotFinished { job, phase } => {
                 write!(
                     f,
@@ -188,7 +87,7 @@ impl Invariants {
         self.violations.extend(
             invariants::check(before, d)
                 .into_iter()
-                .map(Violation::from),
+                .map(Violation::Session),
         );
     }
 
