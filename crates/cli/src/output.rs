@@ -54,7 +54,7 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
     let events: Vec<Value> = run
         .events
         .iter()
-        .map(|e| json!({"object": e.object, "type": e.type_.as_str(), "reason": e.reason, "message": e.message}))
+        .map(|e| json!({"object": e.object_path().to_string(), "type": e.type_.as_str(), "reason": e.reason, "message": e.message}))
         .collect();
     let out = json!({
         "sessions": run.sessions,

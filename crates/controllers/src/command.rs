@@ -6,7 +6,7 @@ use volcano_api::bus::{BusAction, Command};
 use volcano_api::event::{Event, EventType};
 
 use crate::change::Change;
-use volcano_api::NamespacedName;
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 /// Where a consumed Command's action goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub fn consume(cmd: &Command) -> Consumption {
             format!("{} {}", t.kind, t.name)
         });
         changes.push(Change::Event(Event {
-            object: format!("Command/{namespace}/{name}"),
+            object: ObjectRef::of(ObjectKind::Command, &cmd.metadata),
             type_: EventType::Warning,
             reason: "CommandRefused".to_string(),
             message: format!(

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use volcano_api::event::EventType;
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 use volcano_controllers::admission;
 use volcano_controllers::change::Change;
 use volcano_controllers::job::controller::{REFUSED_FIRST_RETRY, REFUSED_RETRY, Refusal};
@@ -125,7 +126,10 @@ fn a_lasting_refusal_is_told_on_the_job_at_once_and_never_terminates_it() {
     }
     assert_eq!(wait, REFUSED_RETRY);
     let first = &told[0];
-    assert_eq!(first.object, "Job/default/gpu");
+    assert_eq!(
+        first.object,
+        ObjectRef::new(ObjectKind::Job, NamespacedName::new("default", "gpu"))
+    );
     assert_eq!(first.type_, EventType::Warning);
     assert_eq!(first.reason, "FailedCreate");
     assert!(

@@ -8,56 +8,33 @@ use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Reco
 use tokio::sync::mpsc;
 use volcano_api::event::{Event, EventType};
 use volcano_api::k8s_openapi::api::core::v1::ObjectReference;
+use volcano_api::{ObjectKind, ObjectRef};
 
 /// Events waiting to be written; past this, new ones are dropped with a warning.
 pub const EVENT_QUEUE: usize = 1024;
 
 /// The API version of a kind the components report on.
-fn api_version(kind: &str) -> &'static str {
+fn api_version(kind: ObjectKind) -> &'static str {
     match kind {
-        "Job" => "batch.volcano.sh/v1alpha1",
-        "PodGroup" | "Queue" => "scheduling.volcano.sh/v1beta1",
-        "Command" => "bus.volcano.sh/v1alpha1",
-        _ => "v1",
+        ObjectKind::Job => "batch.volcano.sh/v1alpha1",
+        ObjectKind::PodGroup | ObjectKind::Queue => "scheduling.volcano.sh/v1beta1",
+        ObjectKind::Command => "bus.volcano.sh/v1alpha1",
+        ObjectKind::PriorityClass => "scheduling.k8s.io/v1",
+        ObjectKind::Pod | ObjectKind::Node => "v1",
     }
 }
 
-/// The parts of an event's `Kind/namespace/name` (or `Kind/name` for cluster-scoped kinds).
-pub fn parse_object(object: &str) -> Option<(&str, Option<&str>, &str)> {
-    let mut parts = object.splitn(3, '/');
-    let kind = parts.next()?;
-    match (parts.next(), parts.next()) {
-        (Some(ns), Some(name)) => Some((kind, Some(ns), name)),
-        (Some(name), None) => Some((kind, None, name)),
-        _ => None,
-    }
-}
-
-/// The identity of what an event's `Kind/namespace/name` (or `Kind/name`) names.
-// Goes when events carry typed identities.
-pub fn object_ref(object: &str) -> Option<volcano_api::ObjectRef> {
-    let (kind, namespace, name) = parse_object(object)?;
-    let key = match namespace {
-        Some(ns) => volcano_api::NamespacedName::new(ns, name),
-        None => volcano_api::NamespacedName::cluster(name),
-    };
-    Some(volcano_api::ObjectRef::new(
-        volcano_api::ObjectKind::from_name(kind)?,
-        key,
-    ))
-}
-
-/// The object an event's `Kind/namespace/name` (or `Kind/name`) names.
-pub fn reference(object: &str, uid: Option<String>) -> Option<ObjectReference> {
-    let (kind, namespace, name) = parse_object(object)?;
-    Some(ObjectReference {
-        api_version: Some(api_version(kind).to_string()),
-        kind: Some(kind.to_string()),
-        namespace: namespace.map(str::to_string),
-        name: Some(name.to_string()),
+/// The reference an event about `object` carries.
+pub fn reference(object: &ObjectRef, uid: Option<String>) -> ObjectReference {
+    let key = &object.key;
+    ObjectReference {
+        api_version: Some(api_version(object.kind).to_string()),
+        kind: Some(object.kind.as_str().to_string()),
+        namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+        name: Some(key.name.clone()),
         uid,
         ..Default::default()
-    })
+    }
 }
 
 /// Where components send their events.
@@ -84,9 +61,7 @@ impl EventSink {
         };
         tokio::spawn(async move {
             while let Some((e, uid)) = rx.recv().await {
-                let Some(r) = reference(&e.object, uid) else {
-                    continue;
-                };
+                let r = reference(&e.object, uid);
                 let ev = KubeEvent {
                     type_: match e.type_ {
                         EventType::Normal => KubeEventType::Normal,
@@ -98,7 +73,7 @@ impl EventSink {
                     secondary: None,
                 };
                 if let Err(err) = recorder.publish(&ev, &r).await {
-                    tracing::warn!(object = %e.object, reason = %e.reason, error = %err, "could not write event");
+                    tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
                 }
             }
         });
@@ -108,7 +83,7 @@ impl EventSink {
     /// Queues an event about the object with `uid` (if known).
     pub fn send(&self, e: Event, uid: Option<String>) {
         if let Err(mpsc::error::TrySendError::Full((e, _))) = self.tx.try_send((e, uid)) {
-            tracing::warn!(object = %e.object, reason = %e.reason, "event queue full; event dropped");
+            tracing::warn!(object = %e.object_path(), reason = %e.reason, "event queue full; event dropped");
         }
     }
 }
@@ -128,20 +103,22 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volcano_api::NamespacedName;
 
     #[test]
     fn references_name_namespaced_and_cluster_objects() {
-        let r = reference("PodGroup/team/pg-1", Some("u".into())).unwrap();
+        let pg = ObjectRef::new(ObjectKind::PodGroup, NamespacedName::new("team", "pg-1"));
+        let r = reference(&pg, Some("u".into()));
         assert_eq!(r.namespace.as_deref(), Some("team"));
         assert_eq!(r.name.as_deref(), Some("pg-1"));
         assert_eq!(
             r.api_version.as_deref(),
             Some("scheduling.volcano.sh/v1beta1")
         );
-        let q = reference("Queue/research", None).unwrap();
+        let queue = ObjectRef::new(ObjectKind::Queue, NamespacedName::cluster("research"));
+        let q = reference(&queue, None);
         assert_eq!(q.namespace, None);
         assert_eq!(q.name.as_deref(), Some("research"));
-        assert!(reference("nonsense", None).is_none());
     }
 
     #[test]

@@ -19,10 +19,10 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use support::*;
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::PodGroupStatus;
+use volcano_api::{NamespacedName, Objects};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::invariants;
 use volcano_testkit::build::*;
@@ -49,12 +49,8 @@ fn request(p: &Pod) -> Res {
     r
 }
 
-fn key(p: &Pod) -> String {
-    format!(
-        "{}/{}",
-        p.metadata.namespace.as_deref().unwrap_or_default(),
-        p.metadata.name.as_deref().unwrap_or_default()
-    )
+fn key(p: &Pod) -> NamespacedName {
+    NamespacedName::of(&p.metadata)
 }
 
 fn fits(used: &Res, alloc: &Res) -> bool {
@@ -198,16 +194,12 @@ impl AddBuilt for Objects {
 }
 
 fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
-    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
-    let preemptors: Vec<&str> = pods
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let preemptors: Vec<&NamespacedName> = pods
         .keys()
-        .filter(|k| k.starts_with("t/preemptor-"))
-        .map(String::as_str)
+        .filter(|k| k.namespace == "t" && k.name.starts_with("preemptor-"))
         .collect();
-    if d.binds
-        .iter()
-        .any(|(p, _)| preemptors.contains(&p.as_str()))
-    {
+    if d.binds.iter().any(|(p, _)| preemptors.contains(&p)) {
         prop_assert!(
             d.evictions.is_empty(),
             "evicted {:?} for a gang that fitted without",
@@ -218,11 +210,11 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
     if d.evictions.is_empty() {
         return Ok(());
     }
-    let placed: BTreeMap<&str, &str> = d
+    let placed: BTreeMap<&NamespacedName, &str> = d
         .pipelined
         .iter()
-        .filter(|(p, _)| preemptors.contains(&p.as_str()))
-        .map(|(p, n)| (p.as_str(), n.as_str()))
+        .filter(|(p, _)| preemptors.contains(&p))
+        .map(|(p, n)| (p, n.as_str()))
         .collect();
     prop_assert_eq!(
         placed.len(),
@@ -262,7 +254,7 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
     // and a gang that loses all of them is one unit for minimality.
     let mut by_job: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
     for v in &d.evictions {
-        let vp = pods[v.as_str()];
+        let vp = pods[v];
         prop_assert!(
             placed.values().any(|n| *n == node_of(vp)),
             "victim {} is on {}, where no preemptor goes",
@@ -343,7 +335,7 @@ fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
         );
     }
     for unit in units {
-        let names: Vec<String> = unit.iter().map(|p| key(p)).collect();
+        let names: Vec<String> = unit.iter().map(|p| key(p).to_string()).collect();
         let mut nodes: Vec<String> = unit.iter().map(|p| node_of(p)).collect();
         nodes.dedup();
         let node = nodes.join(",");

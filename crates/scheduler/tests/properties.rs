@@ -23,7 +23,7 @@ mod support;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use support::*;
-use volcano_api::Objects;
+use volcano_api::{NamespacedName, Objects};
 use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::invariants::{self, Violation};
@@ -187,11 +187,11 @@ fn session(objs: &Objects) -> Decisions {
 }
 
 /// The pods bound to `node` in the decisions, by `ns/name`.
-fn bound_to<'a>(d: &'a Decisions, node: &str) -> Vec<&'a str> {
+fn bound_to(d: &Decisions, node: &str) -> Vec<NamespacedName> {
     d.binds
         .iter()
         .filter(|(_, n)| n == node)
-        .map(|(p, _)| p.as_str())
+        .map(|(p, _)| p.clone())
         .collect()
 }
 
@@ -212,16 +212,22 @@ fn unplaceable_best_effort_pod_does_not_block_later_ones() {
         .with(gang("ns", "later").min(1).best_effort_pods(2))
         .objects();
     let d = session(&objs);
-    let mut bound: Vec<&str> = d.binds.iter().map(|(p, _)| p.as_str()).collect();
+    let mut bound: Vec<&NamespacedName> = d.binds.iter().map(|(p, _)| p).collect();
     bound.sort();
     assert_eq!(
         bound,
-        ["ns/be-1", "ns/be-2", "ns/be-3", "ns/later-0", "ns/later-1"],
+        [
+            &key("ns", "be-1"),
+            &key("ns", "be-2"),
+            &key("ns", "be-3"),
+            &key("ns", "later-0"),
+            &key("ns", "later-1")
+        ],
         "decisions: {d:#?}"
     );
     let why = d
         .unschedulable
-        .get("ns/be")
+        .get(&key("ns", "be"))
         .map(|u| u.message.clone())
         .unwrap_or_default();
     assert!(why.contains("affinity/selector"), "reason for ns/be: {why}");
@@ -251,7 +257,13 @@ fn out_of_sync_node_takes_no_new_pods() {
     on_healthy.sort();
     assert_eq!(
         on_healthy,
-        ["ns/be-0", "ns/be-1", "ns/job-0", "ns/job-1", "ns/job-2"]
+        [
+            key("ns", "be-0"),
+            key("ns", "be-1"),
+            key("ns", "job-0"),
+            key("ns", "job-1"),
+            key("ns", "job-2")
+        ]
     );
 }
 
@@ -281,7 +293,7 @@ fn out_of_sync_node_recovers_once_its_pods_fit_again() {
         "{:?}",
         second.out_of_sync_nodes
     );
-    assert_eq!(bound_to(&second, "shrunk"), ["ns/job-0"]);
+    assert_eq!(bound_to(&second, "shrunk"), [key("ns", "job-0")]);
 }
 
 /// Two queues of weight 1 and 3 with more work than the cluster holds share it 1:3 under
@@ -309,10 +321,10 @@ fn queues_share_a_contended_cluster_by_weight() {
     let count = |prefix: &str| {
         d.binds
             .iter()
-            .filter(|(p, _)| p.starts_with(prefix))
+            .filter(|(p, _)| p.namespace == "ns" && p.name.starts_with(prefix))
             .count()
     };
-    let (light, heavy) = (count("ns/light-"), count("ns/heavy-"));
+    let (light, heavy) = (count("light-"), count("heavy-"));
     // 32 CPUs: 8 deserved by `light`, 24 by `heavy`, one CPU per pod.
     assert!(
         (7..=9).contains(&light) && (23..=25).contains(&heavy),

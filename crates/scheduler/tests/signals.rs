@@ -9,9 +9,9 @@
 mod support;
 
 use support::*;
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::PodCondition;
 use volcano_api::scheduling::ResourceList;
+use volcano_api::{NamespacedName, ObjectRef, Objects};
 use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 use volcano_scheduler::framework::{Decisions, FAILED_SCHEDULING};
 use volcano_testkit::build::*;
@@ -21,11 +21,11 @@ fn default_conf() -> SchedulerConf {
     conf(DEFAULT_SCHEDULER_CONF)
 }
 
-fn events<'a>(d: &'a Decisions, reason: &str) -> Vec<(&'a str, &'a str)> {
+fn events<'a>(d: &'a Decisions, reason: &str) -> Vec<(ObjectRef, &'a str)> {
     d.events
         .iter()
         .filter(|e| e.reason == reason)
-        .map(|e| (e.object.as_str(), e.message.as_str()))
+        .map(|e| (e.object.clone(), e.message.as_str()))
         .collect()
 }
 
@@ -54,30 +54,30 @@ fn waiting_gang() -> Objects {
 fn waiting_pods_carry_pod_scheduled_false_with_the_why_pending_message_and_one_event() {
     let mut objs = waiting_gang();
     let d = run_session_n(&objs, &default_conf(), 1);
-    let why = &d.unschedulable["team/wide"].message;
-    let written: Vec<(&str, &str, &str)> = d
+    let why = &d.unschedulable[&key("team", "wide")].message;
+    let written: Vec<(&NamespacedName, &str, &str)> = d
         .pod_conditions
         .iter()
-        .map(|c| (c.key.as_str(), c.reason.as_str(), c.message.as_str()))
+        .map(|c| (&c.key, c.reason.as_str(), c.message.as_str()))
         .collect();
     assert_eq!(
         written,
         [
-            ("team/wide-0", "Unschedulable", why.as_str()),
-            ("team/wide-1", "Unschedulable", why.as_str()),
-            ("team/wide-2", "Unschedulable", why.as_str()),
+            (&key("team", "wide-0"), "Unschedulable", why.as_str()),
+            (&key("team", "wide-1"), "Unschedulable", why.as_str()),
+            (&key("team", "wide-2"), "Unschedulable", why.as_str()),
         ]
     );
     assert_eq!(
         events(&d, FAILED_SCHEDULING),
         [
-            ("Pod/team/wide-0", why.as_str()),
-            ("Pod/team/wide-1", why.as_str()),
-            ("Pod/team/wide-2", why.as_str()),
+            (pod_ref("team", "wide-0"), why.as_str()),
+            (pod_ref("team", "wide-1"), why.as_str()),
+            (pod_ref("team", "wide-2"), why.as_str()),
         ]
     );
     // The bound pod gets nothing.
-    assert!(d.binds.iter().any(|(p, _)| p == "team/small-0"));
+    assert!(d.binds.iter().any(|(p, _)| *p == key("team", "small-0")));
     apply(&mut objs, &d);
     let c = pod_scheduled(&objs, "wide-0").unwrap();
     assert_eq!(
@@ -151,14 +151,14 @@ fn not_enqueued_is_said_once_and_carried_by_the_podgroup() {
     let d = run_session_n(&objs, &default_conf(), 1);
     let said = events(&d, "NotEnqueued");
     assert_eq!(said.len(), 1, "{:?}", d.events);
-    assert_eq!(said[0].0, "PodGroup/team/huge");
+    assert_eq!(said[0].0, pod_group_ref("team", "huge"));
     assert!(
         said[0].1.starts_with("not admitted by enqueue: "),
         "{}",
         said[0].1
     );
     // No "3/0 tasks": a PodGroup without pods is not counted.
-    let u = &d.unschedulable["team/huge"];
+    let u = &d.unschedulable[&key("team", "huge")];
     assert_eq!(
         (u.reason.as_str(), u.message.as_str()),
         ("NotEnqueued", said[0].1)
@@ -223,7 +223,7 @@ fn gang_counts_never_exceed_the_pods_that_exist() {
         .with(gang("team", "short").min(3).pods(2, 1000, GI))
         .objects();
     let d = run_session_n(&objs, &default_conf(), 1);
-    let m = &d.unschedulable["team/short"].message;
+    let m = &d.unschedulable[&key("team", "short")].message;
     assert!(m.starts_with("2/2 tasks in gang unschedulable: "), "{m}");
 }
 
@@ -244,7 +244,7 @@ fn a_task_no_node_could_ever_hold_is_blamed_on_node_fit_not_on_the_queue() {
         )
         .objects();
     let d = run_session_n(&objs, &default_conf(), 1);
-    let u = &d.unschedulable["team/big"];
+    let u = &d.unschedulable[&key("team", "big")];
     assert_eq!(u.reason, "NotEnoughResources", "{u:?}");
     assert!(
         u.message
@@ -265,7 +265,7 @@ fn quantities_in_messages_are_in_kubernetes_human_form() {
         .with(gang("team", "fat").pods(1, 1000, 400 * GI))
         .objects();
     let d = run_session_n(&objs, &default_conf(), 1);
-    let m = &d.unschedulable["team/fat"].message;
+    let m = &d.unschedulable[&key("team", "fat")].message;
     assert!(
         m.contains("memory 400Gi (the largest node has 307.19Gi)"),
         "{m}"

@@ -172,7 +172,8 @@ pub fn run_seed(x: &Experiment<'_>, seed: u64) -> Result<Curve, ExperimentError>
     let bound: std::collections::HashSet<&str> = decisions
         .binds
         .iter()
-        .filter_map(|(pod, _)| pod.strip_prefix(NAMESPACE)?.strip_prefix('/'))
+        .filter(|(pod, _)| pod.namespace == NAMESPACE)
+        .map(|(pod, _)| pod.name.as_str())
         .collect();
 
     // One record per arrival: (load arrived %, allocated %).

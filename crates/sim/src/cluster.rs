@@ -367,11 +367,3 @@ fn check_same(kept: &Snapshot, rebuilt: &Snapshot) -> Result<(), ClusterError> {
         .unwrap_or_else(|| "the two differ in length".to_string());
     Err(ClusterError::SnapshotsDiffer(first))
 }
-
-/// `namespace/name` as the scheduler writes a key (a pod without a namespace is in
-/// `default`, as its cache reads it).
-pub(crate) fn key(
-    m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> String {
-    volcano_api::NamespacedName::of(m).to_string()
-}

@@ -25,37 +25,30 @@ struct PodWrites<'d> {
     evict: bool,
 }
 
-/// A decision's `namespace/name` (the scheduler writes pods without a namespace in `default`).
-fn decided(k: &str) -> NamespacedName {
-    match k.split_once('/') {
-        Some((ns, name)) => NamespacedName::new(ns, name),
-        None => NamespacedName::new(volcano_api::object_ref::DEFAULT_NAMESPACE, k),
-    }
-}
-
 /// Applies `d` to the store; the watch events the controllers are to see: the pods touched
 /// (those still there in store order, then the evicted by name), then the PodGroups whose
 /// status moved. Queue `allocated` changes go to the journal only: no controller follows them.
 pub fn apply_decisions(store: &mut Store, d: &Decisions) -> Vec<WatchEvent> {
-    let mut pods: HashMap<NamespacedName, PodWrites<'_>> = HashMap::new();
+    let mut pods: HashMap<&NamespacedName, PodWrites<'_>> = HashMap::new();
     for (p, n) in &d.binds {
-        pods.entry(decided(p)).or_default().bind = Some(n);
+        pods.entry(p).or_default().bind = Some(n);
     }
     for (p, n) in &d.nominated {
-        pods.entry(decided(p)).or_default().nominate = Some(n);
+        pods.entry(p).or_default().nominate = Some(n);
     }
     for c in &d.pod_conditions {
-        pods.entry(decided(&c.key)).or_default().condition = Some(c);
+        pods.entry(&c.key).or_default().condition = Some(c);
     }
     for (p, v) in &d.gpu_devices {
-        pods.entry(decided(p)).or_default().devices = Some(v);
+        pods.entry(p).or_default().devices = Some(v);
     }
     for p in &d.evictions {
-        pods.entry(decided(p)).or_default().evict = true;
+        pods.entry(p).or_default().evict = true;
     }
     let mut kept: Vec<(usize, &NamespacedName)> = Vec::new();
+    // Deleted in the order of their printed names, as they always were.
     let mut evicted: BTreeMap<String, &NamespacedName> = BTreeMap::new();
-    for (key, w) in &pods {
+    for (&key, w) in &pods {
         let Some(at) = store.indexed().position::<Pod>(key) else {
             continue;
         };
@@ -88,14 +81,11 @@ pub fn apply_decisions(store: &mut Store, d: &Decisions) -> Vec<WatchEvent> {
     for key in evicted.values() {
         watched.extend(store.delete::<Pod>(key).ok());
     }
-    let statuses: HashMap<NamespacedName, _> = d
-        .pod_groups
-        .iter()
-        .map(|u| (decided(&u.key), &u.status))
-        .collect();
+    let statuses: HashMap<&NamespacedName, _> =
+        d.pod_groups.iter().map(|u| (&u.key, &u.status)).collect();
     let mut moved: Vec<(usize, &NamespacedName)> = statuses
         .iter()
-        .filter_map(|(key, status)| {
+        .filter_map(|(&key, status)| {
             let pg = store.indexed().get::<PodGroup>(key)?;
             let at = store.indexed().position::<PodGroup>(key)?;
             (pg.status.as_ref() != Some(*status)).then_some((at, key))

@@ -73,15 +73,26 @@ pub fn run(
         let settled = cluster.settle()?;
         let d = cluster.run_session(conf, &format!("session-{i}"))?;
         run.sessions = i;
-        run.bindings.extend(d.binds.iter().cloned());
-        run.evictions.extend(d.evictions.iter().cloned());
+        // The run is output: objects are keyed by their printed names, in that order.
+        run.bindings
+            .extend(d.binds.iter().map(|(k, n)| (k.to_string(), n.clone())));
+        run.evictions
+            .extend(d.evictions.iter().map(ToString::to_string));
         run.eviction_reasons.extend(
             d.eviction_reasons
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
+                .map(|(k, v)| (k.to_string(), v.clone())),
         );
-        run.pipelined = d.pipelined.iter().cloned().collect();
-        run.unschedulable = d.unschedulable.clone();
+        run.pipelined = d
+            .pipelined
+            .iter()
+            .map(|(k, n)| (k.to_string(), n.clone()))
+            .collect();
+        run.unschedulable = d
+            .unschedulable
+            .iter()
+            .map(|(k, u)| (k.to_string(), u.clone()))
+            .collect();
         run.out_of_sync_nodes = d.out_of_sync_nodes.clone();
         if until_quiet && !d.changed_anything() && settled.changes == 0 {
             break;

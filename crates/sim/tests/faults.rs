@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use volcano_api::Objects;
 use volcano_api::event::{Event, EventType};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 use volcano_controllers::admission;
 use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
@@ -199,11 +199,16 @@ spec:
       requests: {cpu: "3"}
 "#;
 
+/// The PodGroup `default/name`, as events name it.
+fn pod_group_ref(name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::PodGroup, NamespacedName::new("default", name))
+}
+
 fn binds(pairs: &[(&str, &str)]) -> Decisions {
     Decisions {
         binds: pairs
             .iter()
-            .map(|(p, n)| (p.to_string(), n.to_string()))
+            .map(|(p, n)| (NamespacedName::new("default", *p), n.to_string()))
             .collect(),
         ..Default::default()
     }
@@ -229,7 +234,7 @@ fn the_checker_catches_a_double_bind_an_overfull_node_a_broken_gang_and_a_queue_
     // `b` is already on n1; `a` (2 CPUs) does not fit next to it (3 of 4 CPUs used); the
     // gang needs 2 members ready and has 2 only counting `b`; the capped queue had 3 CPUs in
     // use already, over its 2, so only a bind from within capability would count there.
-    check.session(&objs, &binds(&[("default/a", "n1"), ("default/b", "n1")]));
+    check.session(&objs, &binds(&[("a", "n1"), ("b", "n1")]));
     let v = session_violations(&check);
     assert!(
         v.iter()
@@ -249,7 +254,7 @@ fn the_checker_catches_a_double_bind_an_overfull_node_a_broken_gang_and_a_queue_
             .replace("cpu: \"3\"", "cpu: \"1\""),
     );
     let mut check = Invariants::new();
-    check.session(&objs, &binds(&[("default/a", "n1")]));
+    check.session(&objs, &binds(&[("a", "n1")]));
     let v = session_violations(&check);
     assert!(
         v.iter().any(|v| matches!(
@@ -263,7 +268,7 @@ fn the_checker_catches_a_double_bind_an_overfull_node_a_broken_gang_and_a_queue_
         "{v:?}"
     );
     let mut check = Invariants::new();
-    check.session(&objs, &binds(&[("default/a", "n1"), ("default/b", "n1")]));
+    check.session(&objs, &binds(&[("a", "n1"), ("b", "n1")]));
     let v = session_violations(&check);
     assert!(
         v.iter()
@@ -281,7 +286,7 @@ fn the_checker_catches_a_double_bind_an_overfull_node_a_broken_gang_and_a_queue_
 fn the_checker_catches_an_event_repeated_without_a_change_in_between() {
     let objs = scenario(CLUSTER);
     let warn = Event {
-        object: "PodGroup/default/g".to_string(),
+        object: pod_group_ref("g"),
         type_: EventType::Warning,
         reason: "Unschedulable".to_string(),
         message: "0/1 nodes are available".to_string(),
@@ -306,7 +311,7 @@ fn the_checker_catches_an_event_repeated_without_a_change_in_between() {
     events.push(warn);
     check.events(&events);
     assert!(
-        matches!(check.violations(), [Violation::EventRepeated { object, .. }] if object == "PodGroup/default/g"),
+        matches!(check.violations(), [Violation::EventRepeated { object, .. }] if *object == pod_group_ref("g")),
         "{:?}",
         check.violations()
     );

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use volcano_api::Objects;
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 use volcano_controllers::admission;
 use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions};
@@ -87,11 +87,16 @@ fn cluster(objects: Objects, max_retries: u32) -> Cluster {
     )
 }
 
+/// The Volcano Job `namespace/name`, as events name it.
+fn job_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::Job, NamespacedName::new(namespace, name))
+}
+
 fn events(c: &Cluster, job: &str, reason: &str) -> Vec<String> {
     c.store
         .events
         .iter()
-        .filter(|e| e.object == format!("Job/default/{job}") && e.reason == reason)
+        .filter(|e| e.object == job_ref("default", job) && e.reason == reason)
         .map(|e| e.message.clone())
         .collect()
 }

@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use volcano_api::NamespacedName;
 use volcano_api::batch::Job;
 use volcano_controllers::admission;
 use volcano_controllers::job_plugins::PlaceholderSshKeys;
@@ -93,7 +94,7 @@ struct Sim {
     c: Cluster,
     conf: SchedulerConf,
     sessions: u32,
-    evicted: Vec<String>,
+    evicted: Vec<NamespacedName>,
     /// The queues, so that Jobs submitted later load against them.
     queues: Vec<String>,
 }
@@ -196,10 +197,10 @@ impl Sim {
     }
 
     fn evictions_of(&self, job: &str) -> usize {
-        let prefix = format!("default/{job}-");
+        let prefix = format!("{job}-");
         self.evicted
             .iter()
-            .filter(|p| p.starts_with(&prefix))
+            .filter(|p| p.namespace == "default" && p.name.starts_with(&prefix))
             .count()
     }
 
@@ -209,7 +210,7 @@ impl Sim {
         self.run(n);
         assert_eq!(
             &self.evicted[before..],
-            &[] as &[String],
+            &[] as &[NamespacedName],
             "the cluster should have settled, but these pods were evicted later"
         );
     }

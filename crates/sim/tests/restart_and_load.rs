@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use volcano_api::WatchEvent;
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, WatchEvent};
 use volcano_controllers::admission;
 use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::{ControllerManager, ManagerOptions};
@@ -91,12 +91,17 @@ fn gang_waiting_on_a_tainted_node() -> (Cluster, SchedulerConf) {
     (c, conf)
 }
 
+/// The Volcano Job `namespace/name`, as events name it.
+fn job_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::Job, NamespacedName::new(namespace, name))
+}
+
 /// PodGroupPending warnings of the job `big`.
 fn warned(c: &Cluster) -> usize {
     c.store
         .events
         .iter()
-        .filter(|e| e.object == "Job/default/big" && e.reason == "PodGroupPending")
+        .filter(|e| e.object == job_ref("default", "big") && e.reason == "PodGroupPending")
         .count()
 }
 

@@ -10,6 +10,7 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, PodGroupCondition, phase as pg_phase};
+use volcano_api::{ObjectKind, ObjectRef};
 
 use super::policy::decide;
 use super::request::{JobKey, Request};
@@ -493,7 +494,7 @@ impl JobController {
         // Volcano records this as a Normal event; it is a failure, so it is a Warning here,
         // where `kubectl get events --field-selector type=Warning` finds it.
         Some(Event {
-            object: format!("Job/{}/{}", key.namespace, key.name),
+            object: ObjectRef::new(ObjectKind::Job, key.clone()),
             type_: volcano_api::event::EventType::Warning,
             reason: "ExecuteAction".to_string(),
             message,

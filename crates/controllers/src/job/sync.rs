@@ -8,6 +8,7 @@ use volcano_api::event::{Event, EventType};
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, phase as pg_phase};
+use volcano_api::{ObjectKind, ObjectRef};
 
 use super::build;
 use super::request::Request;
@@ -180,7 +181,7 @@ fn refuse(job: &Job, e: &crate::admission::AdmissionError, now: Instant) -> Vec<
         .into_iter()
         .collect();
     changes.push(Change::Event(Event {
-        object: format!("Job/{ns}/{name}"),
+        object: ObjectRef::of(ObjectKind::Job, &job.metadata),
         type_: EventType::Warning,
         reason: "InvalidJob".to_string(),
         message: format!("the job is not valid and will not run: {e}"),
@@ -556,7 +557,7 @@ pub fn pod_group_event(job: &Job, old: &PodGroup, new: &PodGroup) -> Option<Even
     let ns = job.metadata.namespace.as_deref().unwrap_or_default();
     let name = job.metadata.name.as_deref().unwrap_or_default();
     Some(Event {
-        object: format!("Job/{ns}/{name}"),
+        object: ObjectRef::of(ObjectKind::Job, &job.metadata),
         type_: EventType::Warning,
         reason: "PodGroupPending".to_string(),
         message: format!(

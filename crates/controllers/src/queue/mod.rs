@@ -8,6 +8,7 @@ use volcano_api::bus::BusAction;
 use volcano_api::event::{Event, EventType};
 use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, Queue, phase as pg_phase, queue_state};
+use volcano_api::{ObjectKind, ObjectRef};
 
 use crate::change::Change;
 use crate::time::Instant;
@@ -190,7 +191,7 @@ impl QueueController {
         }
         let refuse = |message: String| {
             Change::Event(Event {
-                object: format!("Queue/{name}"),
+                object: ObjectRef::of(ObjectKind::Queue, &q.metadata),
                 type_: EventType::Warning,
                 reason: "CommandRefused".to_string(),
                 message,

@@ -21,16 +21,6 @@ use volcano_api::{NamespacedName, ObjectKind, ObjectRef, ObjectStore, Objects, W
 /// An object's identity in the cache; the namespace is empty for cluster-scoped kinds.
 pub type Key = NamespacedName;
 
-/// A decision's `namespace/name` as a key (no namespace means `default`, as the scheduler's
-/// cache reads a pod without one).
-// Goes when decisions carry typed identities.
-pub fn split_key(k: &str) -> Key {
-    match k.split_once('/') {
-        Some((ns, n)) => NamespacedName::new(ns, n),
-        None => NamespacedName::new(volcano_api::object_ref::DEFAULT_NAMESPACE, k),
-    }
-}
-
 /// A watch event of one kind, as the watchers deliver it to the loop that owns the cache.
 // Pods dominate the size; boxing would add an allocation to every watch event, and updates
 // are moved once, through a bounded channel.

@@ -114,6 +114,4 @@ fn an_event_object_finds_its_uid_in_the_cache() {
         )),
         None
     );
-    assert_eq!(split_key("ns/a"), key("a"));
-    assert_eq!(split_key("lone"), NamespacedName::new("default", "lone"));
 }

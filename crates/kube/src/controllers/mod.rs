@@ -215,7 +215,7 @@ impl ControllerRuntime {
     async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
         for c in changes {
             if let Change::Event(e) = c {
-                let uid = crate::events::object_ref(&e.object).and_then(|o| self.cache.uid_of(&o));
+                let uid = self.cache.uid_of(&e.object);
                 self.events.send(e.clone(), uid);
                 continue;
             }

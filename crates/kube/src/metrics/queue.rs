@@ -52,15 +52,17 @@ impl ResourceGauges {
         let mut cpu = absent;
         let mut memory = absent;
         for (name, v) in amounts {
+            // Gauges are floats; the report's integers convert here, where they are written.
+            let v = *v as f64;
             match name.as_str() {
-                "cpu" => cpu = Some(*v),
-                "memory" => memory = Some(*v),
+                "cpu" => cpu = Some(v),
+                "memory" => memory = Some(v),
                 _ => self.scalar.set(
                     [
                         ("queue_name", queue.to_string()),
                         ("resource", name.clone()),
                     ],
-                    *v,
+                    v,
                 ),
             }
         }
@@ -231,10 +233,10 @@ mod tests {
     use crate::serve::render;
     use volcano_scheduler::framework::report::ShareReport;
 
-    fn report(name: &str, gpus: f64) -> QueueReport {
+    fn report(name: &str, gpus: i64) -> QueueReport {
         let amounts = vec![
-            ("cpu".to_string(), 2000.0),
-            ("memory".to_string(), 4e9),
+            ("cpu".to_string(), 2000),
+            ("memory".to_string(), 4_000_000_000),
             ("nvidia.com/gpu".to_string(), gpus),
         ];
         QueueReport {
@@ -257,16 +259,16 @@ mod tests {
     fn a_deleted_queue_stops_exporting_after_the_next_session() {
         let mut reg = Registry::default();
         let m = QueueMetrics::register(&mut reg);
-        m.record(&[report("research", 1000.0), report("gone", 1000.0)]);
+        m.record(&[report("research", 1000), report("gone", 1000)]);
         let before = render(&reg).unwrap();
         assert!(before.contains("volcano_queue_deserved_milli_cpu{queue_name=\"gone\"} 2000"));
         assert!(before.contains(
             "volcano_queue_allocated_scalar_resources{queue_name=\"gone\",resource=\"nvidia.com/gpu\"} 1000"
         ));
 
-        let mut unbounded = report("open-ended", 0.0);
+        let mut unbounded = report("open-ended", 0);
         unbounded.capability.clear();
-        m.record(&[report("research", 1000.0), unbounded]);
+        m.record(&[report("research", 1000), unbounded]);
         let after = render(&reg).unwrap();
         assert!(
             after.contains("volcano_queue_allocated_milli_cpu{queue_name=\"open-ended\"} 2000")

@@ -280,9 +280,14 @@ impl SchedulerMetrics {
         }
         self.unschedulable_jobs.set(d.unschedulable.len() as i64);
         self.queues.record(&d.queue_reports);
-        for (ns, name, share) in &d.job_shares {
-            self.job_share
-                .set([("job_ns", ns.clone()), ("job_id", name.clone())], *share);
+        for (job, share) in &d.job_shares {
+            self.job_share.set(
+                [
+                    ("job_ns", job.namespace.clone()),
+                    ("job_id", job.name.clone()),
+                ],
+                *share,
+            );
         }
         self.job_share.sweep();
         self.record_waiting(d, objs);
@@ -309,8 +314,10 @@ impl SchedulerMetrics {
             .unschedulable
             .iter()
             .map(|(key, why)| {
-                let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
-                ((ns, name), why.reason.as_str())
+                (
+                    (key.namespace.as_str(), key.name.as_str()),
+                    why.reason.as_str(),
+                )
             })
             .collect();
         let mut per_job: BTreeMap<&str, i64> = BTreeMap::new();
@@ -366,7 +373,7 @@ impl SchedulerMetrics {
             })
             .collect();
         for u in d.pod_groups.iter().filter(|u| u.changed) {
-            let (ns, name) = u.key.split_once('/').unwrap_or(("", u.key.as_str()));
+            let (ns, name) = (u.key.namespace.as_str(), u.key.name.as_str());
             let Some(pg) = pgs.get(&(ns, name)) else {
                 continue;
             };
@@ -406,8 +413,8 @@ impl SchedulerMetrics {
             .task_latency_ms
             .get_or_create_owned(&label("stage", STAGE_ASSUMED));
         for (key, _) in &d.binds {
-            let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
-            if let Some(created) = pods.get(&(ns, name)).and_then(|p| created_ms(&p.metadata)) {
+            let pod = pods.get(&(key.namespace.as_str(), key.name.as_str()));
+            if let Some(created) = pod.and_then(|p| created_ms(&p.metadata)) {
                 assumed.observe((now - created).max(0) as f64);
             }
         }
@@ -514,7 +521,7 @@ mod tests {
         let m = SchedulerMetrics::register(&mut Registry::default());
         let mut d = Decisions::default();
         d.unschedulable.insert(
-            "ns/gang".to_string(),
+            volcano_api::NamespacedName::new("ns", "gang"),
             Unschedulable {
                 reason: "NotEnoughResources".to_string(),
                 message: "2/3 tasks in gang unschedulable".to_string(),

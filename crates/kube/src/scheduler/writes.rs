@@ -14,12 +14,13 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::{ObjectKind, ObjectRef};
 use volcano_scheduler::cache::set_pod_scheduled;
 use volcano_scheduler::framework::close::QueueAllocated;
 use volcano_scheduler::framework::{Decisions, POD_SCHEDULED, Unwritten};
 use volcano_scheduler::model::gpu;
 
-use crate::cache::{ClusterCache, split_key};
+use crate::cache::ClusterCache;
 use crate::events::EventSink;
 use crate::metrics::SchedulerMetrics;
 
@@ -76,15 +77,15 @@ impl Writer {
         // Last, and only for what was written: a PodGroup whose status write failed is
         // decided again next session, and its event with it.
         for e in d.events_after_writes(&unwritten) {
-            let uid = crate::events::object_ref(&e.object).and_then(|o| cache.uid_of(&o));
+            let uid = cache.uid_of(&e.object);
             self.events.send(e.clone(), uid);
         }
         w
     }
 
     async fn annotate_devices(&self, d: &Decisions, cache: &mut ClusterCache) {
-        let jobs = d.gpu_devices.iter().map(|(k, ids)| {
-            let key = split_key(k);
+        let jobs = d.gpu_devices.iter().map(|(key, ids)| {
+            let key = key.clone();
             let api = self.pods(&key.namespace);
             let ids = ids.clone();
             async move {
@@ -107,15 +108,15 @@ impl Writer {
                     });
                 }
                 Err(e) => {
-                    tracing::warn!(pod = %format!("{}/{}", key.namespace, key.name), error = %e, "could not record the pod's GPU devices")
+                    tracing::warn!(pod = %key, error = %e, "could not record the pod's GPU devices")
                 }
             }
         }
     }
 
     async fn bind(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
-        let jobs = d.binds.iter().map(|(k, node)| {
-            let key = split_key(k);
+        let jobs = d.binds.iter().map(|(key, node)| {
+            let key = key.clone();
             let api = self.pods(&key.namespace);
             let node = node.clone();
             async move {
@@ -134,7 +135,6 @@ impl Writer {
         });
         let results = bounded(jobs, self.concurrency).await;
         for (key, node, r, took) in results {
-            let name = format!("{}/{}", key.namespace, key.name);
             match r {
                 Ok(_) => {
                     w.bound += 1;
@@ -147,10 +147,10 @@ impl Writer {
                     });
                     self.events.send(
                         Event {
-                            object: format!("Pod/{name}"),
+                            message: format!("Successfully assigned {key} to {node}"),
+                            object: ObjectRef::new(ObjectKind::Pod, key),
                             type_: EventType::Normal,
                             reason: "Scheduled".to_string(),
-                            message: format!("Successfully assigned {name} to {node}"),
                         },
                         uid,
                     );
@@ -158,7 +158,7 @@ impl Writer {
                 Err(e) => {
                     w.bind_failures += 1;
                     self.metrics.bind_failures.inc();
-                    tracing::warn!(pod = %name, node = %node, error = %e, "bind failed; the pod goes back to the queue");
+                    tracing::warn!(pod = %key, node = %node, error = %e, "bind failed; the pod goes back to the queue");
                 }
             }
         }
@@ -171,8 +171,8 @@ impl Writer {
         w: &mut Written,
         unwritten: &mut Unwritten,
     ) {
-        let jobs = d.evictions.iter().map(|k| {
-            let key = split_key(k);
+        let jobs = d.evictions.iter().map(|key| {
+            let key = key.clone();
             let api = self.pods(&key.namespace);
             async move {
                 let r = api
@@ -184,7 +184,6 @@ impl Writer {
         });
         let results = bounded(jobs, self.concurrency).await;
         for (key, r) in results {
-            let name = format!("{}/{}", key.namespace, key.name);
             match r {
                 Ok(()) => {
                     w.evicted += 1;
@@ -196,17 +195,16 @@ impl Writer {
                 // A pod gone already was ended by someone else: no `Evict` event either way.
                 Err(e) => {
                     if !is_gone(&e) {
-                        tracing::warn!(pod = %name, error = %e, "eviction failed");
+                        tracing::warn!(pod = %key, error = %e, "eviction failed");
                     }
-                    unwritten.evictions.insert(name);
+                    unwritten.evictions.insert(key);
                 }
             }
         }
     }
 
     async fn nominate(&self, d: &Decisions, cache: &mut ClusterCache) {
-        for (k, node) in &d.nominated {
-            let key = split_key(k);
+        for (key, node) in &d.nominated {
             let patch = json!({"status": {"nominatedNodeName": node}});
             match self
                 .pods(&key.namespace)
@@ -214,14 +212,14 @@ impl Writer {
                 .await
             {
                 Ok(_) => {
-                    cache.assume_pod(&key, |p| {
+                    cache.assume_pod(key, |p| {
                         p.status
                             .get_or_insert_with(Default::default)
                             .nominated_node_name = Some(node.clone());
                     });
                 }
                 Err(e) if is_gone(&e) => {}
-                Err(e) => tracing::warn!(pod = %k, error = %e, "could not nominate a node"),
+                Err(e) => tracing::warn!(pod = %key, error = %e, "could not nominate a node"),
             }
         }
     }
@@ -234,7 +232,7 @@ impl Writer {
         unwritten: &mut Unwritten,
     ) {
         for u in d.pod_groups.iter().filter(|u| u.changed) {
-            let key = split_key(&u.key);
+            let key = &u.key;
             let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &key.namespace);
             // The scheduler is the only writer of PodGroup status: the whole status is
             // replaced, so a field that became empty is cleared too.
@@ -257,7 +255,7 @@ impl Writer {
                 .await
             {
                 Ok(_) => {
-                    cache.assume_pod_group(&key, |pg| pg.status = Some(u.status.clone()));
+                    cache.assume_pod_group(key, |pg| pg.status = Some(u.status.clone()));
                 }
                 Err(e) => {
                     if !is_gone(&e) {
@@ -340,7 +338,7 @@ impl Writer {
         unwritten: &mut Unwritten,
     ) {
         let jobs = d.pod_conditions.iter().map(|c| {
-            let key = split_key(&c.key);
+            let key = c.key.clone();
             let since = cache
                 .pod(&key)
                 .and_then(|p| p.status.as_ref())

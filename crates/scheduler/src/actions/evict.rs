@@ -173,7 +173,8 @@ fn spare_first(ssn: &Session, unit: &Unit) -> (Reverse<i32>, Reverse<i32>, i64, 
         Reverse(job_priority),
         Reverse(task.priority),
         started(ssn, t),
-        task.key.clone(),
+        // The printed key, so ties break in the order they always did.
+        task.key.to_string(),
     )
 }
 

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::{Pod, PodCondition};
+use volcano_api::{NamespacedName, Objects};
 
 use super::object_key;
 use crate::model::gpu;
@@ -13,60 +13,45 @@ use crate::model::gpu;
 /// status and Queue `allocated` are written. The inverse
 /// step of [`build_snapshot`](super::build_snapshot), for whoever keeps the objects (the CLI driver, tests).
 pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
-    let binds: HashMap<&str, &str> = d
-        .binds
-        .iter()
-        .map(|(p, n)| (p.as_str(), n.as_str()))
-        .collect();
-    let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+    let binds: HashMap<&NamespacedName, &str> =
+        d.binds.iter().map(|(p, n)| (p, n.as_str())).collect();
+    let evicted: BTreeSet<&NamespacedName> = d.evictions.iter().collect();
     for p in &mut objs.pods {
-        if let Some(node) = binds.get(object_key(&p.metadata).as_str()) {
+        if let Some(node) = binds.get(&object_key(&p.metadata)) {
             bind_pod(p, node);
         }
     }
-    let nominated: HashMap<&str, &str> = d
-        .nominated
-        .iter()
-        .map(|(p, n)| (p.as_str(), n.as_str()))
-        .collect();
+    let nominated: HashMap<&NamespacedName, &str> =
+        d.nominated.iter().map(|(p, n)| (p, n.as_str())).collect();
     for p in &mut objs.pods {
-        if let Some(node) = nominated.get(object_key(&p.metadata).as_str()) {
+        if let Some(node) = nominated.get(&object_key(&p.metadata)) {
             nominate_pod(p, node);
         }
     }
-    let conditions: HashMap<&str, &crate::framework::PodUnschedulable> = d
-        .pod_conditions
-        .iter()
-        .map(|c| (c.key.as_str(), c))
-        .collect();
+    let conditions: HashMap<&NamespacedName, &crate::framework::PodUnschedulable> =
+        d.pod_conditions.iter().map(|c| (&c.key, c)).collect();
     if !conditions.is_empty() {
         for p in &mut objs.pods {
-            if let Some(c) = conditions.get(object_key(&p.metadata).as_str()) {
+            if let Some(c) = conditions.get(&object_key(&p.metadata)) {
                 set_pod_scheduled(p, c);
             }
         }
     }
-    let devices: HashMap<&str, &str> = d
-        .gpu_devices
-        .iter()
-        .map(|(p, v)| (p.as_str(), v.as_str()))
-        .collect();
+    let devices: HashMap<&NamespacedName, &str> =
+        d.gpu_devices.iter().map(|(p, v)| (p, v.as_str())).collect();
     if !devices.is_empty() {
         for p in &mut objs.pods {
-            if let Some(v) = devices.get(object_key(&p.metadata).as_str()) {
+            if let Some(v) = devices.get(&object_key(&p.metadata)) {
                 set_gpu_devices(p, v);
             }
         }
     }
     objs.pods
-        .retain(|p| !evicted.contains(object_key(&p.metadata).as_str()));
-    let statuses: HashMap<&str, _> = d
-        .pod_groups
-        .iter()
-        .map(|u| (u.key.as_str(), &u.status))
-        .collect();
+        .retain(|p| !evicted.contains(&object_key(&p.metadata)));
+    let statuses: HashMap<&NamespacedName, _> =
+        d.pod_groups.iter().map(|u| (&u.key, &u.status)).collect();
     for pg in &mut objs.pod_groups {
-        if let Some(status) = statuses.get(object_key(&pg.metadata).as_str()) {
+        if let Some(status) = statuses.get(&object_key(&pg.metadata)) {
             pg.status = Some((*status).clone());
         }
     }

@@ -23,7 +23,7 @@ use volcano_api::k8s_openapi;
 use volcano_api::keys;
 use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::{PodGroup, Queue, QueueSpec, ResourceList};
-use volcano_api::{ObjectKind, ObjectRef};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 use crate::model::gpu::{self, NodeGpus};
 use crate::model::{
@@ -271,11 +271,11 @@ impl Priorities {
 /// A snapshot with the indexes the incremental cache keeps beside it.
 pub(crate) struct Built {
     pub(crate) snap: Snapshot,
-    pub(crate) jobs: HashMap<String, JobId>,
-    pub(crate) tasks: HashMap<String, TaskId>,
+    pub(crate) jobs: HashMap<NamespacedName, JobId>,
+    pub(crate) tasks: HashMap<NamespacedName, TaskId>,
     pub(crate) priorities: Priorities,
     /// PodGroups named by pods but missing.
-    pub(crate) missing_groups: BTreeSet<String>,
+    pub(crate) missing_groups: BTreeSet<NamespacedName>,
 }
 
 /// Builds the snapshot of one session.
@@ -355,7 +355,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
     }
 
     let mut jobs = Vec::new();
-    let mut job_index: HashMap<String, JobId> = HashMap::new();
+    let mut job_index: HashMap<NamespacedName, JobId> = HashMap::new();
     for pg in &objs.pod_groups {
         if let Some(j) = job_info(&dims, pg, opts, &queue_index, &priorities)? {
             job_index.insert(j.key.clone(), JobId(jobs.len() as u32));
@@ -431,7 +431,7 @@ fn job_info(
         .clone()
         .unwrap_or_else(|| "default".to_string());
     let name = meta_str(&pg.metadata, |m| m.name.as_ref());
-    let key = format!("{namespace}/{name}");
+    let key = NamespacedName::new(namespace.as_str(), name.as_str());
     let label = ObjectRef::of(ObjectKind::PodGroup, &pg.metadata);
     let queue_name = if pg.spec.queue.is_empty() {
         opts.default_queue.clone()
@@ -458,7 +458,7 @@ fn job_info(
         .or(priorities.global_default)
         .unwrap_or(0);
     Ok(Some(JobInfo {
-        uid: pg.metadata.uid.clone().unwrap_or_else(|| key.clone()),
+        uid: pg.metadata.uid.clone().unwrap_or_else(|| key.to_string()),
         namespace,
         name,
         queue,
@@ -488,12 +488,8 @@ fn annotation<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn object_key(m: &ObjectMeta) -> String {
-    format!(
-        "{}/{}",
-        m.namespace.as_deref().unwrap_or("default"),
-        m.name.as_deref().unwrap_or("")
-    )
+fn object_key(m: &ObjectMeta) -> NamespacedName {
+    NamespacedName::of(m)
 }
 
 /// Go's `strconv.ParseBool`, as Volcano reads `volcano.sh/preemptable`: anything it cannot

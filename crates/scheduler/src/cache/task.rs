@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::k8s_openapi;
 use volcano_api::keys;
 use volcano_api::scheduling::ResourceList;
-use volcano_api::{ObjectKind, ObjectRef};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 use super::{
     BuildError, Builder, CacheOptions, DEFAULT_TASK_PRIORITY, Priorities, annotation,
@@ -92,7 +92,7 @@ pub(super) fn new_task(
     snap: &Snapshot,
     pod: &Pod,
     opts: &CacheOptions,
-    job_index: &HashMap<String, JobId>,
+    job_index: &HashMap<NamespacedName, JobId>,
     priorities: &Priorities,
 ) -> Result<Option<(TaskInfo, TaskStatus)>, BuildError> {
     let spec = pod.spec.as_ref();
@@ -112,7 +112,7 @@ pub(super) fn new_task(
         .clone()
         .unwrap_or_else(|| "default".to_string());
     let name = meta_str(&pod.metadata, |m| m.name.as_ref());
-    let key = format!("{namespace}/{name}");
+    let key = NamespacedName::new(namespace.as_str(), name.as_str());
     let b = Builder {
         dims: snap.dims.clone(),
         object: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
@@ -197,12 +197,12 @@ pub(super) fn new_task(
     Ok(Some((task, status)))
 }
 
-/// `namespace/group` of the PodGroup a pod names, if it names one.
-pub(super) fn group_key(pod: &Pod) -> Option<String> {
+/// The PodGroup a pod names, if it names one.
+pub(super) fn group_key(pod: &Pod) -> Option<NamespacedName> {
     let group = annotation(&pod.metadata, keys::GROUP_NAME)
         .or_else(|| annotation(&pod.metadata, keys::VOLCANO_GROUP_NAME))?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    Some(format!("{namespace}/{group}"))
+    Some(NamespacedName::new(namespace, group))
 }
 
 /// Puts a task made by [`new_task`] into `snap` at id `id` (the end of the arena, or the slot

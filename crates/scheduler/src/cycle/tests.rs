@@ -90,7 +90,7 @@ fn an_unreadable_pod_is_left_out_by_name_and_the_others_are_scheduled() {
         &mut Unobserved,
     );
     assert_eq!(d.binds.len(), 1);
-    assert_eq!(d.binds[0].0, "ns/good");
+    assert_eq!(d.binds[0].0, NamespacedName::new("ns", "good"));
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 use super::conditions::{FAILED_SCHEDULING, NOT_ENQUEUED, PodUnschedulable};
 use super::observer::{SessionObserver, Unobserved};
@@ -32,8 +33,8 @@ pub struct Unschedulable {
 /// A PodGroup's status after the session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodGroupUpdate {
-    /// `ns/name`.
-    pub key: String,
+    /// The PodGroup.
+    pub key: NamespacedName,
     /// The new status.
     pub status: PodGroupStatus,
     /// Whether it differs from what the snapshot found (ignoring condition times and IDs).
@@ -56,20 +57,20 @@ pub struct QueueAllocated {
 /// Everything a session decided.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
-    /// `(ns/pod, node)` to bind, in decision order.
-    pub binds: Vec<(String, String)>,
-    /// `(ns/pod, volcano.sh/vgpu-ids-new)`: the GPU devices each pod bound here holds, to be
+    /// `(pod, node)` to bind, in decision order.
+    pub binds: Vec<(NamespacedName, String)>,
+    /// `(pod, volcano.sh/vgpu-ids-new)`: the GPU devices each pod bound here holds, to be
     /// written on the pod before it is bound.
-    pub gpu_devices: Vec<(String, String)>,
-    /// `ns/pod` to evict.
-    pub evictions: Vec<String>,
-    /// `ns/pod` evicted → why: the preemptor or the reclaiming queue.
-    pub eviction_reasons: BTreeMap<String, String>,
-    /// `(ns/pod, node)` left pipelined.
-    pub pipelined: Vec<(String, String)>,
-    /// `(ns/pod, node)`: pods whose evictions made room on the node, to be written as
+    pub gpu_devices: Vec<(NamespacedName, String)>,
+    /// Pods to evict.
+    pub evictions: Vec<NamespacedName>,
+    /// Pod evicted → why: the preemptor or the reclaiming queue.
+    pub eviction_reasons: BTreeMap<NamespacedName, String>,
+    /// `(pod, node)` left pipelined.
+    pub pipelined: Vec<(NamespacedName, String)>,
+    /// `(pod, node)`: pods whose evictions made room on the node, to be written as
     /// `status.nominatedNodeName`.
-    pub nominated: Vec<(String, String)>,
+    pub nominated: Vec<(NamespacedName, String)>,
     /// Every PodGroup's status.
     pub pod_groups: Vec<PodGroupUpdate>,
     /// Every queue's allocated resources.
@@ -79,17 +80,16 @@ pub struct Decisions {
     /// Waiting pods whose `PodScheduled=False` condition is to be written (only where the pod
     /// does not carry it already); each has its `FailedScheduling` event in `events`.
     pub pod_conditions: Vec<PodUnschedulable>,
-    /// `ns/pg` → why it is not fully scheduled.
-    pub unschedulable: BTreeMap<String, Unschedulable>,
+    /// PodGroup → why it is not fully scheduled.
+    pub unschedulable: BTreeMap<NamespacedName, Unschedulable>,
     /// Nodes whose pods need more than they have; they took no new pods.
     pub out_of_sync_nodes: Vec<String>,
     /// Every queue as monitoring sees it (reporting only).
     pub queue_reports: Vec<QueueReport>,
     /// The action of every committed statement that evicted (reporting only).
     pub eviction_transactions: Vec<String>,
-    /// `(namespace, PodGroup name, share)` of every job, where `drf` weighs jobs (reporting
-    /// only).
-    pub job_shares: Vec<(String, String, f64)>,
+    /// `(PodGroup, share)` of every job, where `drf` weighs jobs (reporting only).
+    pub job_shares: Vec<(NamespacedName, f64)>,
 }
 
 impl Decisions {
@@ -111,32 +111,27 @@ impl Decisions {
         unwritten: &'a Unwritten,
     ) -> impl Iterator<Item = &'a Event> + 'a {
         self.events.iter().filter(|e| {
-            if let Some(pg) = e.object.strip_prefix("PodGroup/") {
-                !unwritten.pod_groups.contains(pg)
-            } else if let Some(pod) = e.object.strip_prefix("Pod/") {
-                let not_done = match e.reason.as_str() {
-                    EVICT => &unwritten.evictions,
-                    FAILED_SCHEDULING => &unwritten.pod_conditions,
-                    _ => return true,
-                };
-                !not_done.contains(pod)
-            } else {
-                true
-            }
+            let not_done = match (e.object.kind, e.reason.as_str()) {
+                (ObjectKind::PodGroup, _) => &unwritten.pod_groups,
+                (ObjectKind::Pod, EVICT) => &unwritten.evictions,
+                (ObjectKind::Pod, FAILED_SCHEDULING) => &unwritten.pod_conditions,
+                _ => return true,
+            };
+            !not_done.contains(&e.object.key)
         })
     }
 }
 
-/// What of a session's decisions the API server did not take: the keys (`ns/name`) of
-/// PodGroup status writes, evictions and pod condition writes that failed.
+/// What of a session's decisions the API server did not take: the PodGroup status writes,
+/// evictions and pod condition writes that failed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Unwritten {
     /// PodGroups whose status write failed.
-    pub pod_groups: BTreeSet<String>,
+    pub pod_groups: BTreeSet<NamespacedName>,
     /// Pods whose eviction failed.
-    pub evictions: BTreeSet<String>,
+    pub evictions: BTreeSet<NamespacedName>,
     /// Pods whose `PodScheduled` condition write failed.
-    pub pod_conditions: BTreeSet<String>,
+    pub pod_conditions: BTreeSet<NamespacedName>,
 }
 
 /// The newest condition with status True, as persisted.
@@ -263,7 +258,7 @@ impl Session {
         // Volcano's cache records a Warning `Evict` event on each victim pod.
         for (t, reason) in &self.evictions {
             d.events.push(Event {
-                object: format!("Pod/{}", s.task(*t).key),
+                object: ObjectRef::new(ObjectKind::Pod, s.task(*t).key.clone()),
                 type_: EventType::Warning,
                 reason: EVICT.to_string(),
                 message: reason.clone(),
@@ -320,7 +315,7 @@ impl Session {
         let changed = !same_status(&status, &job.old_status);
 
         // Events: decided against the persisted newest condition, so a restart re-emits nothing.
-        let object = || format!("PodGroup/{}", job.key);
+        let object = || ObjectRef::new(ObjectKind::PodGroup, job.key.clone());
         let old_newest = newest_true_condition(&job.old_status.conditions);
         let new_unsched = status.conditions.iter().find(|c| {
             c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid

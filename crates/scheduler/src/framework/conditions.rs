@@ -20,13 +20,14 @@ pub const POD_UNSCHEDULABLE: &str = "Unschedulable";
 /// Reason of the Warning event recorded on a waiting pod, as kube-scheduler and Volcano name it.
 pub const FAILED_SCHEDULING: &str = "FailedScheduling";
 
+use volcano_api::NamespacedName;
 pub use volcano_api::event::{Event, EventType};
 
 /// A waiting pod's `PodScheduled=False` condition to write (and its event to record).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodUnschedulable {
-    /// `ns/pod`.
-    pub key: String,
+    /// The pod.
+    pub key: NamespacedName,
     /// Condition reason.
     pub reason: String,
     /// Why the pod waits: its PodGroup's why-pending message.

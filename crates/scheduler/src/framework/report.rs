@@ -2,6 +2,8 @@
 //! the plugin that keeps queue shares (`proportion` or `capacity`). Reporting only: no decision
 //! reads it, so adding to it never changes what a session decides.
 
+use volcano_api::NamespacedName;
+
 use super::session::Session;
 use crate::model::{QueueId, Snapshot};
 
@@ -11,7 +13,7 @@ use crate::resource::{PODS_DIM, Resource, UNBOUNDED};
 /// Resource name → amount in Volcano's metric units: milli-CPU for `cpu`, bytes for `memory`,
 /// milli-units for every other resource (Volcano's `Resource` keeps scalars in milli-units).
 /// `pods` is left out, as Volcano's `Resource` keeps it apart from the scalars.
-pub type Amounts = Vec<(String, f64)>;
+pub type Amounts = Vec<(String, i64)>;
 
 /// One queue after the session, for metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +65,7 @@ impl ShareReport {
 pub fn amounts(s: &Snapshot, r: &Resource) -> Amounts {
     r.iter()
         .filter(|&(d, v)| d != PODS_DIM && v != UNBOUNDED)
-        .map(|(d, v)| (s.dims.name(d).to_string(), v as f64))
+        .map(|(d, v)| (s.dims.name(d).to_string(), v))
         .collect()
 }
 
@@ -91,9 +93,8 @@ impl Session {
         reports
     }
 
-    /// `(namespace, PodGroup name, share)` of every job that a plugin weighs (`drf`); empty
-    /// when none does.
-    pub(super) fn job_shares(&self) -> Vec<(String, String, f64)> {
+    /// `(PodGroup, share)` of every job that a plugin weighs (`drf`); empty when none does.
+    pub(super) fn job_shares(&self) -> Vec<(NamespacedName, f64)> {
         let s = &self.snap;
         s.job_ids()
             .filter_map(|j| {
@@ -103,7 +104,7 @@ impl Session {
                     .iter()
                     .flatten()
                     .find_map(|slot| slot.plugin.job_share(s, j))?;
-                Some((job.namespace.clone(), job.name.clone(), share))
+                Some((job.key.clone(), share))
             })
             .collect()
     }

@@ -6,6 +6,7 @@
 //! new leader repeats nothing.
 
 use volcano_api::scheduling::PodGroupCondition;
+use volcano_api::{ObjectKind, ObjectRef};
 
 use super::close::Decisions;
 use super::conditions::{Event, EventType, NOT_ENQUEUED, UNSCHEDULABLE};
@@ -68,7 +69,7 @@ impl Session {
                     message: message.clone(),
                 });
                 d.events.push(Event {
-                    object: format!("Pod/{}", task.key),
+                    object: ObjectRef::new(ObjectKind::Pod, task.key.clone()),
                     type_: EventType::Warning,
                     reason: FAILED_SCHEDULING.to_string(),
                     message: message.clone(),
@@ -129,7 +130,7 @@ impl Session {
             o.type_ == UNSCHEDULABLE && reason_part(&o.message) == reason_part(&c.message)
         });
         (!repeat).then(|| Event {
-            object: format!("PodGroup/{}", job.key),
+            object: ObjectRef::new(ObjectKind::PodGroup, job.key.clone()),
             type_: EventType::Warning,
             reason: NOT_ENQUEUED.to_string(),
             message: message.clone(),

@@ -11,9 +11,9 @@ pub mod accounting;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
+use volcano_api::{NamespacedName, Objects};
 
 use crate::framework::Decisions;
 use accounting::{
@@ -118,23 +118,29 @@ impl std::fmt::Display for Violation {
 /// Every invariant `d` breaks, judged against `before`, the objects its session started from.
 pub fn check(before: &Objects, d: &Decisions) -> Vec<Violation> {
     let mut out = Vec::new();
-    let pods: HashMap<String, &Pod> = before.pods.iter().map(|p| (key(&p.metadata), p)).collect();
+    let pods: HashMap<NamespacedName, &Pod> = before
+        .pods
+        .iter()
+        .map(|p| (NamespacedName::of(&p.metadata), p))
+        .collect();
     let mut bound: Vec<(&Pod, &str)> = Vec::new();
     for (pod, node) in &d.binds {
         let Some(p) = pods.get(pod) else {
-            out.push(Violation::UnknownPod { pod: pod.clone() });
+            out.push(Violation::UnknownPod {
+                pod: pod.to_string(),
+            });
             continue;
         };
         if let Some(on) = node_of(p) {
             out.push(Violation::BoundTwice {
-                pod: pod.clone(),
+                pod: pod.to_string(),
                 on: on.to_string(),
                 to: node.clone(),
             });
         }
         bound.push((p, node));
     }
-    let evicted: BTreeSet<&str> = d.evictions.iter().map(String::as_str).collect();
+    let evicted: BTreeSet<&NamespacedName> = d.evictions.iter().collect();
     nodes(before, d, &bound, &mut out);
     if !bound.is_empty() {
         gangs(before, &bound, &evicted, &mut out);
@@ -196,7 +202,7 @@ fn nodes(before: &Objects, d: &Decisions, bound: &[(&Pod, &str)], out: &mut Vec<
 fn gangs(
     before: &Objects,
     bound: &[(&Pod, &str)],
-    evicted: &BTreeSet<&str>,
+    evicted: &BTreeSet<&NamespacedName>,
     out: &mut Vec<Violation>,
 ) {
     let now_bound: BTreeSet<String> = bound.iter().map(|(p, _)| key(&p.metadata)).collect();
@@ -210,7 +216,7 @@ fn gangs(
         let counts = if now_bound.contains(&k) {
             true
         } else if node_of(p).is_some() {
-            phase(p) != "Failed" && !evicted.contains(k.as_str())
+            phase(p) != "Failed" && !evicted.contains(&NamespacedName::of(&p.metadata))
         } else {
             is_best_effort(p)
         };
@@ -239,7 +245,7 @@ fn gangs(
 fn queues(
     before: &Objects,
     bound: &[(&Pod, &str)],
-    evicted: &BTreeSet<&str>,
+    evicted: &BTreeSet<&NamespacedName>,
     out: &mut Vec<Violation>,
 ) {
     let queue_of: HashMap<String, &str> = before
@@ -256,7 +262,7 @@ fn queues(
         .collect();
     let queue_of_pod = |p: &Pod| group_of(p).and_then(|g| queue_of.get(&g).copied());
     let occupies = |p: &Pod| {
-        node_of(p).is_some() && !finished(p) && !evicted.contains(key(&p.metadata).as_str())
+        node_of(p).is_some() && !finished(p) && !evicted.contains(&NamespacedName::of(&p.metadata))
     };
     let mut used: BTreeMap<&str, Res> = BTreeMap::new();
     for p in before.pods.iter().filter(|p| occupies(p)) {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use volcano_api::NamespacedName;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, phase};
 
 use super::{QueueId, TaskId, TaskStatus};
@@ -50,8 +51,8 @@ impl PgPhase {
 /// A PodGroup with its tasks and the counters every plugin reads.
 #[derive(Debug, Clone)]
 pub struct JobInfo {
-    /// `ns/name` of the PodGroup (Volcano's job ID).
-    pub key: String,
+    /// The PodGroup's identity (Volcano's job ID).
+    pub key: NamespacedName,
     /// Namespace.
     pub namespace: String,
     /// PodGroup name.

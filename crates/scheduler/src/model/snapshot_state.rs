@@ -42,7 +42,7 @@ impl Snapshot {
             .jobs
             .iter()
             .map(|j| {
-                let mut members: Vec<&str> = j.tasks.iter().map(|&t| s.task(t).key.as_str()).collect();
+                let mut members: Vec<String> = j.tasks.iter().map(|&t| s.task(t).key.to_string()).collect();
                 members.sort();
                 format!(
                     "job {} queue={} min={} {:?} counts={:?} be={} alloc={} phase={:?} tasks={members:?}",
@@ -62,7 +62,7 @@ impl Snapshot {
             .nodes
             .iter()
             .map(|n| {
-                let mut on: Vec<&str> = n.tasks.iter().map(|&t| s.task(t).key.as_str()).collect();
+                let mut on: Vec<String> = n.tasks.iter().map(|&t| s.task(t).key.to_string()).collect();
                 on.sort();
                 let labels = n.node.metadata.labels.clone().unwrap_or_default();
                 format!(

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use volcano_api::NamespacedName;
 use volcano_api::k8s_openapi;
 
 use super::gpu::GpuRequest;
@@ -105,8 +106,8 @@ pub struct TaskInfo {
     pub namespace: String,
     /// Name.
     pub name: String,
-    /// `ns/name`, the key used in output.
-    pub key: String,
+    /// The pod's identity, the key decisions name it by.
+    pub key: NamespacedName,
     /// The job (PodGroup) the task belongs to; `None` for pods that only use node resources.
     pub job: Option<JobId>,
     /// Task role (`volcano.sh/task-spec`), if any.

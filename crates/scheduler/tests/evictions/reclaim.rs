@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::resources::canonical_amount;
+use volcano_api::{NamespacedName, Objects};
 use volcano_scheduler::cache::{CacheOptions, build_snapshot};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::plugins::proportion_deserved;
@@ -103,7 +103,7 @@ pub fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError>
     let snap = build_snapshot(objs, &CacheOptions::default())
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let deserved = proportion_deserved(&snap);
-    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
     let queue_of = |p: &Pod| -> String {
         let group = p
             .metadata
@@ -119,16 +119,16 @@ pub fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError>
             .unwrap_or_default()
     };
     // What each queue held once allocate and reclaim had placed their pods, before evictions.
-    let placed: Vec<&str> = d
+    let placed: Vec<&NamespacedName> = d
         .binds
         .iter()
         .chain(d.pipelined.iter())
-        .map(|(p, _)| p.as_str())
+        .map(|(p, _)| p)
         .collect();
     let mut held: BTreeMap<String, Res> = BTreeMap::new();
     for p in &objs.pods {
         let bound = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
-        if bound || placed.contains(&key(p).as_str()) {
+        if bound || placed.contains(&&key(p)) {
             let r = request(p);
             let e = held.entry(queue_of(p)).or_insert([0, 0, 0]);
             for i in 0..3 {
@@ -137,7 +137,7 @@ pub fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError>
         }
     }
     for v in &d.evictions {
-        let q = queue_of(pods[v.as_str()]);
+        let q = queue_of(pods[v]);
         let reason = d.eviction_reasons.get(v).cloned().unwrap_or_default();
         prop_assert!(
             !reason.starts_with(&format!("reclaimed by queue {q} ")),
@@ -195,7 +195,7 @@ pub fn check_guarantees(objs: &Objects, d: &Decisions) -> Result<(), TestCaseErr
             *used.entry(q).or_default() += request(p)[0];
         }
     }
-    let pods: BTreeMap<String, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
     for (victim, reason) in &d.eviction_reasons {
         if !reason.starts_with("reclaimed by queue") {
             continue;

@@ -4,41 +4,39 @@
 
 use std::collections::HashMap;
 
-use volcano_api::Objects;
+use volcano_api::{NamespacedName, Objects};
 use volcano_scheduler::cache::SchedulerCache;
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::model::gpu::POD_VGPU_IDS;
 
-use crate::cluster::key as object_key;
-
-/// Objects with an index by `namespace/name` (by name for queues).
+/// Objects with an index by identity (by name for queues).
 pub struct BenchStore {
     /// The objects.
     pub objects: Objects,
-    pods: HashMap<String, usize>,
-    groups: HashMap<String, usize>,
+    pods: HashMap<NamespacedName, usize>,
+    groups: HashMap<NamespacedName, usize>,
     queues: HashMap<String, usize>,
 }
 
 impl BenchStore {
     /// A store of `objects`.
     pub fn new(objects: Objects) -> Self {
-        let index = |names: Vec<String>| -> HashMap<String, usize> {
-            names.into_iter().enumerate().map(|(i, k)| (k, i)).collect()
-        };
+        fn index<K: std::hash::Hash + Eq>(keys: Vec<K>) -> HashMap<K, usize> {
+            keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect()
+        }
         BenchStore {
             pods: index(
                 objects
                     .pods
                     .iter()
-                    .map(|p| object_key(&p.metadata))
+                    .map(|p| NamespacedName::of(&p.metadata))
                     .collect(),
             ),
             groups: index(
                 objects
                     .pod_groups
                     .iter()
-                    .map(|g| object_key(&g.metadata))
+                    .map(|g| NamespacedName::of(&g.metadata))
                     .collect(),
             ),
             queues: index(
@@ -56,14 +54,11 @@ impl BenchStore {
     /// devices and binds on pods, nominations, evictions (the pod is gone at once), PodGroup
     /// status and queue `allocated` where they changed.
     pub fn apply(&mut self, d: &Decisions, cache: &mut SchedulerCache) {
-        let devices: HashMap<&str, &str> = d
-            .gpu_devices
-            .iter()
-            .map(|(p, v)| (p.as_str(), v.as_str()))
-            .collect();
+        let devices: HashMap<&NamespacedName, &str> =
+            d.gpu_devices.iter().map(|(p, v)| (p, v.as_str())).collect();
         for (pod, node) in &d.binds {
             self.update_pod(pod, cache, |p| {
-                if let Some(ids) = devices.get(pod.as_str()) {
+                if let Some(ids) = devices.get(pod) {
                     p.metadata
                         .annotations
                         .get_or_insert_with(Default::default)
@@ -105,7 +100,7 @@ impl BenchStore {
 
     fn update_pod(
         &mut self,
-        key: &str,
+        key: &NamespacedName,
         cache: &mut SchedulerCache,
         change: impl FnOnce(&mut volcano_api::k8s_openapi::api::core::v1::Pod),
     ) {
@@ -117,13 +112,13 @@ impl BenchStore {
         }
     }
 
-    fn delete_pod(&mut self, key: &str, cache: &mut SchedulerCache) {
+    fn delete_pod(&mut self, key: &NamespacedName, cache: &mut SchedulerCache) {
         let Some(i) = self.pods.remove(key) else {
             return;
         };
         let old = self.objects.pods.swap_remove(i);
         if let Some(moved) = self.objects.pods.get(i) {
-            self.pods.insert(object_key(&moved.metadata), i);
+            self.pods.insert(NamespacedName::of(&moved.metadata), i);
         }
         cache.pod_changed(Some(&old), None);
     }

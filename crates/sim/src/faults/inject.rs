@@ -12,7 +12,7 @@ use volcano_controllers::time::Instant;
 use volcano_scheduler::framework::{Decisions, Unwritten};
 
 use super::plan::{FaultPlan, Rate};
-use volcano_api::WatchEvent;
+use volcano_api::{NamespacedName, WatchEvent};
 
 /// How many faults of each kind a run injected.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -215,11 +215,11 @@ impl Faults {
                 Write::Lost => {}
             }
         }
-        let bound: BTreeSet<&str> = out.binds.iter().map(|(p, _)| p.as_str()).collect();
+        let bound: BTreeSet<&NamespacedName> = out.binds.iter().map(|(p, _)| p).collect();
         out.gpu_devices = d
             .gpu_devices
             .iter()
-            .filter(|(p, _)| bound.contains(p.as_str()))
+            .filter(|(p, _)| bound.contains(p))
             .cloned()
             .collect();
         let mut unwritten = Unwritten::default();

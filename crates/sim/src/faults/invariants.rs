@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use volcano_api::Objects;
 use volcano_api::batch::job_phase;
-use volcano_api::event::Event;
+use volcano_api::event::{Event, ObjectPath};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::invariants::{self, accounting::key};
 
@@ -20,8 +20,8 @@ pub enum Violation {
     Session(invariants::Violation),
     /// The same event twice for one object with no change of the object in between.
     EventRepeated {
-        /// `Kind/ns/name`.
-        object: String,
+        /// The object.
+        object: ObjectRef,
         /// Reason.
         reason: String,
         /// Message.
@@ -46,7 +46,8 @@ impl std::fmt::Display for Violation {
                 message,
             } => write!(
                 f,
-                "event {reason} on {object} recorded twice for one transition: {message}"
+                "event {reason} on {} recorded twice for one transition: {message}",
+                ObjectPath(object)
             ),
             Violation::JobNotFinished { job, phase } => {
                 write!(
@@ -64,9 +65,9 @@ pub struct Invariants {
     violations: Vec<Violation>,
     /// What each object looks like, as far as events are concerned, and how many times that
     /// changed: an event may repeat only after a change.
-    states: HashMap<String, (String, u64)>,
+    states: HashMap<ObjectRef, (String, u64)>,
     /// The last event on each object, with the object's change count when it was recorded.
-    last_event: HashMap<String, (String, String, u64)>,
+    last_event: HashMap<ObjectRef, (String, String, u64)>,
     events_seen: usize,
 }
 
@@ -95,7 +96,7 @@ impl Invariants {
     /// condition (also under its Job's name, whose `PodGroupPending` events report them), a
     /// pod's incarnation. Call after every step, before [`Invariants::events`].
     pub fn observe(&mut self, objs: &Objects) {
-        let mut note = |object: String, state: String| match self.states.get_mut(&object) {
+        let mut note = |object: ObjectRef, state: String| match self.states.get_mut(&object) {
             Some((s, changes)) if *s != state => {
                 *s = state;
                 *changes += 1;
@@ -115,18 +116,19 @@ impl Invariants {
                 "{}|{newest}",
                 status.map(|s| s.phase.as_str()).unwrap_or_default()
             );
-            let k = key(&pg.metadata);
+            let pg_ref = ObjectRef::of(ObjectKind::PodGroup, &pg.metadata);
             for owner in pg.metadata.owner_references.iter().flatten() {
                 if owner.kind == "Job" {
-                    let ns = pg.metadata.namespace.as_deref().unwrap_or("default");
-                    note(format!("Job/{ns}/{}", owner.name), state.clone());
+                    let job =
+                        NamespacedName::new(pg_ref.key.namespace.as_str(), owner.name.as_str());
+                    note(ObjectRef::new(ObjectKind::Job, job), state.clone());
                 }
             }
-            note(format!("PodGroup/{k}"), state);
+            note(pg_ref, state);
         }
         for p in &objs.pods {
             let uid = p.metadata.uid.clone().unwrap_or_default();
-            note(format!("Pod/{}", key(&p.metadata)), uid);
+            note(ObjectRef::of(ObjectKind::Pod, &p.metadata), uid);
         }
     }
 

@@ -350,21 +350,17 @@ impl<'a> Engine<'a> {
         for pod in &d.evictions {
             self.evictions.push(EvictionRecord {
                 t_s: now.0.as_secs_f64(),
-                pod: pod.clone(),
+                pod: pod.to_string(),
                 reason: d.eviction_reasons.get(pod).cloned().unwrap_or_default(),
             });
-            if let Some((ns, name)) = pod.split_once('/') {
-                self.records.pod_gone(ns, name);
-            }
+            self.records.pod_gone(pod);
         }
         let mut out = Vec::new();
         for (pod, _) in &d.binds {
             self.pods_bound += 1;
-            if let Some((ns, name)) = pod.split_once('/') {
-                let store = &mut self.cluster.store;
-                self.kubelets
-                    .adopt(store, &mut self.clock, ns, name, &mut out);
-            }
+            let store = &mut self.cluster.store;
+            self.kubelets
+                .adopt(store, &mut self.clock, &pod.namespace, &pod.name, &mut out);
         }
         self.absorb(out);
         self.settle()

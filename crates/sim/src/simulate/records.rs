@@ -5,11 +5,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use volcano_api::Objects;
 use volcano_api::batch::job_phase;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
 use volcano_api::scheduling::phase as pg_phase;
+use volcano_api::{NamespacedName, Objects};
 use volcano_controllers::change::Change;
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::{owning_job, pod_group_queue};
@@ -18,12 +18,12 @@ use super::kubelet::{is_terminal, phase};
 use super::plan::{Plan, Submission, group_name};
 use crate::metrics::JobRecord;
 
-type Key = (String, String);
+type Key = NamespacedName;
 
 fn key_of(meta: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
-    (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
+    NamespacedName::new(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
     )
 }
 
@@ -45,6 +45,7 @@ enum Kind {
 
 #[derive(Debug, Clone)]
 struct Rec {
+    key: Key,
     record: JobRecord,
     kind: Kind,
     submitted: Duration,
@@ -137,7 +138,10 @@ impl Records {
                     }
                     let key = key_of(&p.metadata);
                     let i = match group_name(p) {
-                        Some(g) => match r.groups.get(&(key.0.clone(), g)) {
+                        Some(g) => match r
+                            .groups
+                            .get(&NamespacedName::new(key.namespace.as_str(), g))
+                        {
                             Some(&i) => i,
                             None => continue,
                         },
@@ -179,7 +183,7 @@ impl Records {
         self.unfinished += 1;
         self.recs.push(Rec {
             record: JobRecord {
-                name: format!("{}/{}", key.0, key.1),
+                name: format!("{}/{}", key.namespace, key.name),
                 queue,
                 pods: u32::try_from(pods).unwrap_or(0),
                 submitted_s: t.as_secs_f64(),
@@ -188,6 +192,7 @@ impl Records {
             },
             kind,
             submitted: t,
+            key,
         });
         self.recs.len() - 1
     }
@@ -209,15 +214,14 @@ impl Records {
 
     /// The record a pod counts for.
     pub fn record_of(&self, pod: &Pod) -> Option<usize> {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
         if let Some(job) = owning_job(pod) {
-            return self.jobs.get(&(ns, job.to_string())).copied();
+            return self.jobs.get(&NamespacedName::new(ns, job)).copied();
         }
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        if let Some(&i) = self.lone.get(&(ns.clone(), name)) {
+        if let Some(&i) = self.lone.get(&key_of(&pod.metadata)) {
             return Some(i);
         }
-        group_name(pod).and_then(|g| self.groups.get(&(ns, g)).copied())
+        group_name(pod).and_then(|g| self.groups.get(&NamespacedName::new(ns, g)).copied())
     }
 
     /// A pod changed (`new` none: it is gone): a first run starts its job's clock; an end or
@@ -243,8 +247,8 @@ impl Records {
     }
 
     /// A pod went away without a watch event this side saw (a session evicted it).
-    pub fn pod_gone(&mut self, namespace: &str, name: &str) {
-        if let Some(&i) = self.members.get(&(namespace.to_string(), name.to_string())) {
+    pub fn pod_gone(&mut self, pod: &NamespacedName) {
+        if let Some(&i) = self.members.get(pod) {
             self.to_check.insert(i);
         }
     }
@@ -258,7 +262,9 @@ impl Records {
                 status,
             } => {
                 let phase = &status.state.phase;
-                if let Some(&i) = self.jobs.get(&(namespace.clone(), name.clone()))
+                if let Some(&i) = self
+                    .jobs
+                    .get(&NamespacedName::new(namespace.as_str(), name.as_str()))
                     && !phase.is_empty()
                 {
                     let over = job_phase::is_finished(phase) || phase == job_phase::ABORTED;
@@ -266,7 +272,10 @@ impl Records {
                 }
             }
             Change::DeleteJob { namespace, name } => {
-                if let Some(&i) = self.jobs.get(&(namespace.clone(), name.clone())) {
+                if let Some(&i) = self
+                    .jobs
+                    .get(&NamespacedName::new(namespace.as_str(), name.as_str()))
+                {
                     let phase = self.recs[i].record.phase.clone();
                     self.set_phase(i, &phase, Some(now));
                 }
@@ -310,10 +319,10 @@ impl Records {
             return None;
         }
         let mut all_succeeded = true;
-        for (ns, name) in members {
+        for m in members {
             let pod = objects.pods.iter().find(|p| {
-                p.metadata.namespace.as_deref() == Some(ns.as_str())
-                    && p.metadata.name.as_deref() == Some(name.as_str())
+                p.metadata.namespace.as_deref() == Some(m.namespace.as_str())
+                    && p.metadata.name.as_deref() == Some(m.name.as_str())
             });
             match pod {
                 Some(p) if !is_terminal(p) => return None,
@@ -345,10 +354,10 @@ impl Records {
             if r.finished_s.is_none() {
                 match rec.kind {
                     Kind::Job => {
-                        let (ns, name) = r.name.split_once('/').unwrap_or_default();
+                        let key = &rec.key;
                         let found = objects.jobs.iter().find(|j| {
-                            j.metadata.namespace.as_deref() == Some(ns)
-                                && j.metadata.name.as_deref() == Some(name)
+                            j.metadata.namespace.as_deref() == Some(key.namespace.as_str())
+                                && j.metadata.name.as_deref() == Some(key.name.as_str())
                         });
                         if let Some(p) = found
                             .and_then(|j| j.status.as_ref())

@@ -30,8 +30,8 @@ pub use pod_group::{GangBuilder, gang, pod_group};
 pub use priority_class::{PriorityClassBuilder, priority_class};
 pub use queue::{QueueBuilder, queue};
 
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 
 /// One mebibyte, in bytes.
 pub const MI: i64 = 1 << 20;
@@ -39,6 +39,26 @@ pub const MI: i64 = 1 << 20;
 pub const GI: i64 = 1 << 30;
 /// The extended resource name used for GPUs.
 pub const GPU: &str = "nvidia.com/gpu";
+
+/// The identity of the namespaced object `namespace/name`, as decisions name it.
+pub fn key(namespace: &str, name: &str) -> NamespacedName {
+    NamespacedName::new(namespace, name)
+}
+
+/// The pod `namespace/name`, as events name it.
+pub fn pod_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::Pod, key(namespace, name))
+}
+
+/// The PodGroup `namespace/name`, as events name it.
+pub fn pod_group_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::PodGroup, key(namespace, name))
+}
+
+/// The Volcano Job `namespace/name`, as events name it.
+pub fn job_ref(namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef::new(ObjectKind::Job, key(namespace, name))
+}
 
 /// `m` thousandths (CPU in milli-cores).
 pub(crate) fn milli(m: i64) -> Quantity {

@@ -90,9 +90,9 @@ impl GangBuilder {
         self.pods_like(n, template())
     }
 
-    /// The `ns/name` key the scheduler reports the PodGroup under.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+    /// The identity the scheduler reports the PodGroup under.
+    pub fn key(&self) -> volcano_api::NamespacedName {
+        super::key(&self.namespace, &self.name)
     }
 
     /// The PodGroup and its pods, named `<pg>-<i>`, pending, for the volcano scheduler.
@@ -108,7 +108,7 @@ impl GangBuilder {
             },
         );
         pg.metadata.namespace = Some(self.namespace.clone());
-        pg.metadata.uid = Some(self.key());
+        pg.metadata.uid = Some(self.key().to_string());
         let pods = self
             .pods
             .into_iter()

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use volcano_api::event::Event;
+use volcano_api::{ObjectKind, ObjectRef};
 
 use super::JobController;
 use crate::job::request::JobKey;
@@ -75,7 +76,7 @@ impl JobController {
         self.queue.done(key);
         self.queue.add_after(key.clone(), now.after(wait));
         new.then(|| Event {
-            object: format!("Job/{}/{}", key.namespace, key.name),
+            object: ObjectRef::new(ObjectKind::Job, key.clone()),
             type_: volcano_api::event::EventType::Warning,
             reason: refusal.reason.to_string(),
             message: format!(

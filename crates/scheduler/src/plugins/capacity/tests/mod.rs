@@ -106,11 +106,11 @@ fn q(s: &Snapshot, name: &str) -> QueueId {
 }
 
 fn task(s: &Snapshot, name: &str) -> TaskId {
-    let key = format!("ns/{name}");
+    let key = volcano_api::NamespacedName::new("ns", name);
     TaskId(s.tasks.iter().position(|t| t.key == key).expect("task") as u32)
 }
 
 fn job(s: &Snapshot, name: &str) -> JobId {
-    let key = format!("ns/{name}");
+    let key = volcano_api::NamespacedName::new("ns", name);
     JobId(s.jobs.iter().position(|j| j.key == key).expect("job") as u32)
 }
