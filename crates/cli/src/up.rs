@@ -1,5 +1,5 @@
 //! `volcano up`: a local control plane in one process. The API server of `volcano-apiserver`
-//! with simulated nodes, and the scheduler and controllers of `volcano-kube` talking to it
+//! with simulated nodes, and the scheduler and controllers of `volcano-runtime` talking to it
 //! through kube-rs, exactly as they talk to a real cluster.
 
 use std::net::SocketAddr;
@@ -9,13 +9,13 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use volcano_apiserver::kubelet::{KubeletOptions, Kubelets, NodeSpec};
 use volcano_apiserver::{LocalApiServer, ServerOptions, kubeconfig};
-use volcano_kube::controllers::ControllerRuntime;
-use volcano_kube::leader::Leadership;
-use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics};
-use volcano_kube::scheduler::conf::ConfSource;
-use volcano_kube::scheduler::{SchedulerOptions, SchedulerRuntime};
-use volcano_kube::serve::{Readiness, serve};
-use volcano_kube::{shutdown_signal, stop_channel};
+use volcano_runtime::controllers::ControllerRuntime;
+use volcano_runtime::leader::Leadership;
+use volcano_runtime::metrics::{ControllerMetrics, SchedulerMetrics};
+use volcano_runtime::scheduler::conf::ConfSource;
+use volcano_runtime::scheduler::{SchedulerOptions, SchedulerRuntime};
+use volcano_runtime::serve::{Readiness, serve};
+use volcano_runtime::{shutdown_signal, stop_channel};
 
 use crate::Failure;
 use crate::runtime::{identity, manager_options, parse_duration};

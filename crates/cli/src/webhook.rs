@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use volcano_controllers::admission::{AdmissionSettings, Endpoint};
-use volcano_kube::serve::serve;
-use volcano_kube::webhook::certs::{CertSource, GENERATED_VALIDITY, names_for};
-use volcano_kube::webhook::{WebhookOptions, WebhookServer};
-use volcano_kube::{shutdown_signal, stop_channel};
+use volcano_runtime::serve::serve;
+use volcano_runtime::webhook::certs::{CertSource, GENERATED_VALIDITY, names_for};
+use volcano_runtime::webhook::{WebhookOptions, WebhookServer};
+use volcano_runtime::{shutdown_signal, stop_channel};
 
 use crate::Failure;
 use crate::runtime::{WebhookManagerArgs, client_for};
@@ -49,7 +49,7 @@ pub fn run(args: &WebhookManagerArgs) -> Result<(), Failure> {
         let server = WebhookServer::start(client, options, stop.clone())
             .await
             .map_err(|e| match e {
-                volcano_kube::webhook::WebhookError::Listen { .. } => {
+                volcano_runtime::webhook::WebhookError::Listen { .. } => {
                     Failure::Input(format!("--port {}: {e}", listen.port()))
                 }
                 other => Failure::Input(other.to_string()),

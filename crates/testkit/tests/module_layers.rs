@@ -12,7 +12,7 @@ const CRATES: &[&str] = &[
     "scheduler",
     "controllers",
     "sim",
-    "kube",
+    "runtime",
     "apiserver",
     "cli",
     "fuzz",

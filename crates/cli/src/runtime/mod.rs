@@ -1,4 +1,4 @@
-//! `volcano scheduler` and `volcano controller-manager`: the runtime of `volcano-kube`, with
+//! `volcano scheduler` and `volcano controller-manager`: the runtime of `volcano-runtime`, with
 //! Volcano's flags.
 
 use std::path::Path;
@@ -8,14 +8,14 @@ use kube::Client;
 use prometheus_client::registry::Registry;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
-use volcano_kube::controllers::ControllerRuntime;
-use volcano_kube::leader::{Elector, Leadership, LeaseConfig, LeaseTimings};
-use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics};
-use volcano_kube::scheduler::conf::ConfSource;
-use volcano_kube::scheduler::{SchedulerOptions, SchedulerRuntime};
-use volcano_kube::serve::{Readiness, serve};
-use volcano_kube::ssh_keys::OsSshKeys;
-use volcano_kube::{Stop, shutdown_signal, stop_channel};
+use volcano_runtime::controllers::ControllerRuntime;
+use volcano_runtime::leader::{Elector, Leadership, LeaseConfig, LeaseTimings};
+use volcano_runtime::metrics::{ControllerMetrics, SchedulerMetrics};
+use volcano_runtime::scheduler::conf::ConfSource;
+use volcano_runtime::scheduler::{SchedulerOptions, SchedulerRuntime};
+use volcano_runtime::serve::{Readiness, serve};
+use volcano_runtime::ssh_keys::OsSshKeys;
+use volcano_runtime::{Stop, shutdown_signal, stop_channel};
 
 use crate::Failure;
 

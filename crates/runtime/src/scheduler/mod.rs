@@ -1,4 +1,4 @@
-//! `volcano scheduler`: watchers feed the cache, a session runs every schedule period while
+//! `volcano scheduler`: watchers feed the mirror, a session runs every schedule period while
 //! this replica leads, and its decisions are written back.
 
 pub mod conf;
@@ -20,10 +20,10 @@ use volcano_scheduler::cache::{CacheOptions, implicit_queue};
 use volcano_scheduler::cycle::SchedulingCycle;
 use volcano_scheduler::framework::SessionOptions;
 
-use crate::cache::{ClusterCache, Kind};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{SchedulerMetrics, label};
+use crate::mirror::{ClusterMirror, Kind};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
@@ -58,11 +58,11 @@ pub struct SchedulerOptions {
     pub identity: String,
 }
 
-/// The scheduler's run: its cache, its configuration, its writer.
+/// The scheduler's run: its mirror, its configuration, its writer.
 pub struct SchedulerRuntime {
     opts: SchedulerOptions,
-    cache: ClusterCache,
-    /// The scheduling cycle, following the cache's journal, so a session costs what changed.
+    mirror: ClusterMirror,
+    /// The scheduling cycle, following the mirror's journal, so a session costs what changed.
     cycle: SchedulingCycle,
     writer: Writer,
     metrics: SchedulerMetrics,
@@ -86,7 +86,7 @@ impl SchedulerRuntime {
         });
         SchedulerRuntime {
             opts,
-            cache: ClusterCache::journaling(),
+            mirror: ClusterMirror::journaling(),
             cycle,
             writer,
             metrics,
@@ -111,14 +111,14 @@ impl SchedulerRuntime {
             tokio::select! {
                 u = rx.recv() => {
                     let Some(u) = u else { break };
-                    self.cache.apply(u);
+                    self.mirror.apply(u);
                     while let Ok(u) = rx.try_recv() {
-                        self.cache.apply(u);
+                        self.mirror.apply(u);
                     }
                     self.follow_journal();
                 }
                 _ = ticker.tick() => {
-                    if !self.cache.synced(&SCHEDULER_KINDS) {
+                    if !self.mirror.synced(&SCHEDULER_KINDS) {
                         continue;
                     }
                     ready.set_ready();
@@ -147,7 +147,7 @@ impl SchedulerRuntime {
         let mut ok = true;
         for name in [keys::ROOT_QUEUE, self.opts.default_queue.as_str()] {
             if self
-                .cache
+                .mirror
                 .objects()
                 .queues
                 .iter()
@@ -170,10 +170,10 @@ impl SchedulerRuntime {
         ok
     }
 
-    /// Hands what the cache changed to the scheduling cycle, as it arrives (a standby follows
+    /// Hands what the mirror changed to the scheduling cycle, as it arrives (a standby follows
     /// too, so its journal never grows and it leads with a current snapshot).
     fn follow_journal(&mut self) {
-        for e in self.cache.take_journal() {
+        for e in self.mirror.take_journal() {
             if let WatchEvent::Pod(None, Some(p)) = &e {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
             }
@@ -186,7 +186,7 @@ impl SchedulerRuntime {
     pub async fn session(&mut self) {
         let started = Instant::now();
         self.follow_journal();
-        let prepared = match self.cycle.prepare(self.cache.objects()) {
+        let prepared = match self.cycle.prepare(self.mirror.objects()) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "session skipped: no snapshot could be taken");
@@ -225,8 +225,8 @@ impl SchedulerRuntime {
         };
         // Recorded against the objects as the session saw them, before its writes land.
         self.metrics
-            .record_session(&d, self.cache.objects(), started.elapsed());
-        let written = self.writer.write(&d, &mut self.cache).await;
+            .record_session(&d, self.mirror.objects(), started.elapsed());
+        let written = self.writer.write(&d, &mut self.mirror).await;
         if written.bound + written.evicted > 0 || written.bind_failures > 0 {
             tracing::info!(
                 bound = written.bound,

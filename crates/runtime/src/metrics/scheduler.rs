@@ -236,7 +236,7 @@ impl SchedulerMetrics {
         );
         reg.register(
             "volcano_bind_failures",
-            "Binds the API server refused; the pod was returned to the cache",
+            "Binds the API server refused; the pod was returned to the mirror",
             m.bind_failures.clone(),
         );
         reg.register(
@@ -258,7 +258,7 @@ impl SchedulerMetrics {
     }
 
     /// Records one session: its latency, what it decided, every queue and every waiting job,
-    /// as the cache saw them before the session's writes. Series of queues and jobs that are
+    /// as the mirror saw them before the session's writes. Series of queues and jobs that are
     /// gone are removed.
     pub fn record_session(&self, d: &Decisions, objs: &Objects, elapsed: Duration) {
         self.e2e_latency_ms.observe(ms(elapsed));

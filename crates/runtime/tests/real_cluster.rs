@@ -19,7 +19,7 @@ use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_apiserver::kubelet::NodeSpec;
-use volcano_kube::metrics::label;
+use volcano_runtime::metrics::label;
 
 fn phase(j: &Job) -> String {
     j.status

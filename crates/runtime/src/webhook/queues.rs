@@ -11,15 +11,15 @@ use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::AdmissionView;
 
 use crate::Stop;
-use crate::cache::{Kind, Update};
+use crate::mirror::{Kind, Update};
 use crate::reflect::{UPDATE_CHANNEL, watch};
 use crate::serve::Readiness;
 
 /// The queues by name.
 #[derive(Debug, Clone, Default)]
-pub struct QueueCache(Arc<RwLock<BTreeMap<String, Queue>>>);
+pub struct QueueMirror(Arc<RwLock<BTreeMap<String, Queue>>>);
 
-impl QueueCache {
+impl QueueMirror {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Queue>> {
         // A panic mid-update leaves a map that is still a map: serve it.
         self.0.write().unwrap_or_else(|p| p.into_inner())
@@ -59,7 +59,7 @@ impl QueueCache {
         false
     }
 
-    /// Keeps the cache current until `stop`; `ready` is set once the first list is in.
+    /// Keeps the mirror current until `stop`; `ready` is set once the first list is in.
     pub async fn run(self, client: Client, ready: Readiness, mut stop: Stop) {
         let (tx, mut rx) = mpsc::channel(UPDATE_CHANNEL);
         let watchers = watch(&client, &[Kind::Queue], &tx);
@@ -85,7 +85,7 @@ impl QueueCache {
     }
 }
 
-impl AdmissionView for QueueCache {
+impl AdmissionView for QueueMirror {
     fn queue(&self, name: &str) -> Option<Queue> {
         self.read().get(name).cloned()
     }

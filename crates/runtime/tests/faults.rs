@@ -15,7 +15,7 @@ use serde_json::json;
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::scheduling::Queue;
-use volcano_kube::metrics::label;
+use volcano_runtime::metrics::label;
 
 async fn submit(client: &kube::Client, names: impl IntoIterator<Item = String>, secs: u32) {
     let api = Api::<Job>::namespaced(client.clone(), "default");

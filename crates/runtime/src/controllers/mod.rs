@@ -1,4 +1,4 @@
-//! `volcano controller-manager`: watchers feed the cache and the controllers; while this
+//! `volcano controller-manager`: watchers feed the mirror and the controllers; while this
 //! replica leads, the controllers' work is taken turn by turn and its changes written.
 
 pub mod changes;
@@ -15,10 +15,10 @@ use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
 use volcano_controllers::time::Instant as CtlInstant;
 use volcano_controllers::view::ClusterView;
 
-use crate::cache::{ClusterCache, Kind, Update};
 use crate::events::EventSink;
 use crate::leader::Leadership;
 use crate::metrics::{ControllerMetrics, label};
+use crate::mirror::{ClusterMirror, Kind, Update};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
@@ -64,7 +64,7 @@ fn now() -> CtlInstant {
 pub struct ControllerRuntime {
     client: Client,
     manager: ControllerManager,
-    cache: ClusterCache,
+    mirror: ClusterMirror,
     events: EventSink,
     metrics: ControllerMetrics,
     listed: bool,
@@ -87,7 +87,7 @@ impl ControllerRuntime {
         ControllerRuntime {
             client,
             manager: ControllerManager::new(opts),
-            cache: ClusterCache::default(),
+            mirror: ClusterMirror::default(),
             events,
             metrics,
             listed: false,
@@ -102,7 +102,7 @@ impl ControllerRuntime {
         if let Update::Job(watcher::Event::Apply(j) | watcher::Event::InitApply(j)) = &mut u {
             default_job(j);
         }
-        let changed = self.cache.apply(u);
+        let changed = self.mirror.apply(u);
         self.observe(&changed);
     }
 
@@ -111,12 +111,12 @@ impl ControllerRuntime {
         if !self.listed {
             return;
         }
-        let view = ClusterView::new(self.cache.indexed());
+        let view = ClusterView::new(self.mirror.indexed());
         for c in changed {
             match c {
                 WatchEvent::Job(Some(old), Some(new)) => self.metrics.job_changed(old, new),
                 WatchEvent::Pod(None, Some(pod)) => {
-                    self.metrics.pod_created(pod, self.cache.objects());
+                    self.metrics.pod_created(pod, self.mirror.objects());
                 }
                 _ => {}
             }
@@ -138,8 +138,9 @@ impl ControllerRuntime {
             while let Ok(u) = rx.try_recv() {
                 self.take(u);
             }
-            if !self.listed && self.cache.synced(&CONTROLLER_KINDS) {
-                self.manager.relist(&ClusterView::new(self.cache.indexed()));
+            if !self.listed && self.mirror.synced(&CONTROLLER_KINDS) {
+                self.manager
+                    .relist(&ClusterView::new(self.mirror.indexed()));
                 self.listed = true;
                 ready.set_ready();
             }
@@ -175,7 +176,7 @@ impl ControllerRuntime {
         for _ in 0..TURNS_PER_ROUND {
             let t = now();
             let work = {
-                let view = ClusterView::new(self.cache.indexed());
+                let view = ClusterView::new(self.mirror.indexed());
                 self.manager.next(&view, t)
             };
             let Some(work) = work else { break };
@@ -191,7 +192,7 @@ impl ControllerRuntime {
             .queues_recorded
             .is_none_or(|t| t.elapsed() >= QUEUE_METRICS_PERIOD)
         {
-            self.metrics.record_queues(self.cache.objects());
+            self.metrics.record_queues(self.mirror.objects());
             self.queues_recorded = Some(std::time::Instant::now());
         }
         let stats = self.manager.stats();
@@ -211,11 +212,11 @@ impl ControllerRuntime {
     /// Writes one turn's changes in order, stopping at the first refusal: a passing one (a
     /// conflict, the server away) is retried with the work queue's backoff, a lasting one is
     /// told on the Job and retried on the longer waits of `JobController::refused`. What the
-    /// API server returns goes into the cache and to the controllers.
+    /// API server returns goes into the mirror and to the controllers.
     async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
         for c in changes {
             if let Change::Event(e) = c {
-                let uid = self.cache.uid_of(&e.object);
+                let uid = self.mirror.uid_of(&e.object);
                 self.events.send(e.clone(), uid);
                 continue;
             }

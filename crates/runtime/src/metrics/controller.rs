@@ -1,7 +1,7 @@
 //! The controllers' series: Volcano's (`pkg/controllers/metrics/{job,queue}.go`,
 //! `pkg/controllers/job/state/metrics.go`, `pkg/controllers/jobflow/state/metrics.go`) and
 //! volcano-rs's own (work queue depth, changes written, turns), and how they are recorded
-//! from what the controllers' cache sees.
+//! from what the controllers' mirror sees.
 
 use std::collections::HashMap;
 

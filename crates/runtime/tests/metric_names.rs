@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use prometheus_client::registry::Registry;
-use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics, label};
-use volcano_kube::serve::render;
+use volcano_runtime::metrics::{ControllerMetrics, SchedulerMetrics, label};
+use volcano_runtime::serve::render;
 
 /// Every metric Volcano's scheduler and controllers export: `(name, type, label names)`, as
 /// Go's client writes them in the text format 0.0.4 (a counter keeps the name it was given,

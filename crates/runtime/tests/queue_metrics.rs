@@ -8,7 +8,7 @@ mod common;
 use common::{Cluster, eventually};
 use kube::api::{Api, DeleteParams, PostParams};
 use volcano_api::scheduling::Queue;
-use volcano_kube::metrics::label;
+use volcano_runtime::metrics::label;
 
 both_tiers!(
     a_deleted_queue_stops_exporting,

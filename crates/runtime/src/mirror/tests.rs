@@ -22,7 +22,7 @@ fn key(name: &str) -> Key {
 
 #[test]
 fn a_watch_event_older_than_the_cache_changes_nothing() {
-    let mut c = ClusterCache::default();
+    let mut c = ClusterMirror::default();
     assert_eq!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).len(), 1);
     assert!(c.apply(Update::Pod(Event::Apply(pod("a", "4")))).is_empty());
     assert!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).is_empty());
@@ -32,7 +32,7 @@ fn a_watch_event_older_than_the_cache_changes_nothing() {
 
 #[test]
 fn a_relist_drops_what_went_away_while_the_watch_was_down() {
-    let mut c = ClusterCache::default();
+    let mut c = ClusterMirror::default();
     for n in ["a", "b", "c"] {
         c.apply(Update::Pod(Event::Apply(pod(n, "1"))));
     }
@@ -58,7 +58,7 @@ fn a_relist_drops_what_went_away_while_the_watch_was_down() {
 
 #[test]
 fn deletes_keep_the_index_right_for_the_object_moved_into_the_hole() {
-    let mut c = ClusterCache::default();
+    let mut c = ClusterMirror::default();
     for n in ["a", "b", "c"] {
         c.apply(Update::Pod(Event::Apply(pod(n, "1"))));
     }
@@ -75,7 +75,7 @@ fn deletes_keep_the_index_right_for_the_object_moved_into_the_hole() {
 
 #[test]
 fn an_assumed_write_is_replaced_by_its_watch_event() {
-    let mut c = ClusterCache::default();
+    let mut c = ClusterMirror::default();
     c.apply(Update::Pod(Event::Apply(pod("a", "1"))));
     c.assume_pod(&key("a"), |p| {
         p.spec.get_or_insert_with(Default::default).node_name = Some("n1".into());
@@ -94,7 +94,7 @@ fn an_assumed_write_is_replaced_by_its_watch_event() {
 
 #[test]
 fn an_event_object_finds_its_uid_in_the_cache() {
-    let mut c = ClusterCache::default();
+    let mut c = ClusterMirror::default();
     let mut p = pod("a", "1");
     p.metadata.uid = Some("uid-a".into());
     c.apply(Update::Pod(Event::Apply(p)));

@@ -32,7 +32,7 @@ use crate::Stop;
 use crate::serve::Readiness;
 use certs::{CertSource, CurrentCert, Issued};
 use configurations::{ClientTarget, write_client_configs};
-use queues::QueueCache;
+use queues::QueueMirror;
 
 /// Why the webhook server could not start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +93,7 @@ pub struct WebhookServer {
 }
 
 struct Shared {
-    queues: QueueCache,
+    queues: QueueMirror,
     settings: AdmissionSettings,
     ready: Readiness,
 }
@@ -119,7 +119,7 @@ impl WebhookServer {
         let addr = axum::serve::Listener::local_addr(&listener).map_err(listen_error)?;
 
         let ready = Readiness::default();
-        let queues = QueueCache::default();
+        let queues = QueueMirror::default();
         let shared = Arc::new(Shared {
             queues: queues.clone(),
             settings: options.settings.clone(),

@@ -1,9 +1,9 @@
-//! The volcano-rs runtime against a Kubernetes API server, built on kube-rs: watchers feed
-//! the cache of the scheduler and of the controllers, the session loop runs on the schedule
-//! period, and decisions and changes go back to the API server as patches of the fields each
+//! The volcano-rs runtime against a Kubernetes API server, built on kube-rs: watchers keep a
+//! mirror of the API server's objects for the scheduler and the controllers, the session
+//! loop runs on the schedule period, and decisions and changes go back to the API server as patches of the fields each
 //! writer owns.
 //!
-//! - [`cache`]: the objects, kept current from watch events and from this process's writes.
+//! - [`mirror`]: the objects, kept current from watch events and from this process's writes.
 //! - [`reflect`]: one watcher per kind, with backoff and relist.
 //! - [`scheduler`]: the session loop, binder, evictor and status writers.
 //! - [`controllers`]: the controller manager's loop and its writes.
@@ -12,12 +12,12 @@
 //! - [`metrics`], [`exposition`], [`serve`]: Prometheus metrics under Volcano's names, in
 //!   Volcano's text format; `/healthz`, `/readyz`.
 
-pub mod cache;
 pub mod controllers;
 pub mod events;
 pub mod exposition;
 pub mod leader;
 pub mod metrics;
+pub mod mirror;
 pub mod reflect;
 pub mod scheduler;
 pub mod serve;

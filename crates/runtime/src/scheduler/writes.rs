@@ -1,7 +1,7 @@
 //! A session's decisions, written to the API server: GPU device annotations, then binds and
 //! evictions with bounded concurrency, nominations, PodGroup status and queue `allocated`
 //! where they changed, waiting pods' `PodScheduled` condition where the pod lacks it. Every
-//! write that succeeds is assumed in the cache at once; one that fails is reported and left
+//! write that succeeds is assumed in the mirror at once; one that fails is reported and left
 //! out, so its task is simply pending again in the next session.
 
 use std::collections::BTreeMap;
@@ -20,9 +20,9 @@ use volcano_scheduler::framework::close::QueueAllocated;
 use volcano_scheduler::framework::{Decisions, POD_SCHEDULED, Unwritten};
 use volcano_scheduler::model::gpu;
 
-use crate::cache::ClusterCache;
 use crate::events::EventSink;
 use crate::metrics::SchedulerMetrics;
+use crate::mirror::ClusterMirror;
 
 /// Where the writes go.
 pub struct Writer {
@@ -34,8 +34,8 @@ pub struct Writer {
     pub events: EventSink,
     /// Metrics.
     pub metrics: SchedulerMetrics,
-    /// Queues the API server answered 404 for, with the resourceVersion the cache held
-    /// then: not written again until the cache shows that queue changed (recreated), so a
+    /// Queues the API server answered 404 for, with the resourceVersion the mirror held
+    /// then: not written again until the mirror shows that queue changed (recreated), so a
     /// deletion the watch has not delivered yet costs one refused write, not one a session.
     pub gone_queues: BTreeMap<String, Option<String>>,
 }
@@ -62,28 +62,28 @@ impl Writer {
         Api::namespaced(self.client.clone(), ns)
     }
 
-    /// Writes `d`, updating `cache` with what the API server accepted.
-    pub async fn write(&mut self, d: &Decisions, cache: &mut ClusterCache) -> Written {
+    /// Writes `d`, updating `mirror` with what the API server accepted.
+    pub async fn write(&mut self, d: &Decisions, mirror: &mut ClusterMirror) -> Written {
         let mut w = Written::default();
         let mut unwritten = Unwritten::default();
-        self.annotate_devices(d, cache).await;
-        self.bind(d, cache, &mut w).await;
-        self.evict(d, cache, &mut w, &mut unwritten).await;
-        self.nominate(d, cache).await;
-        self.pod_group_status(d, cache, &mut w, &mut unwritten)
+        self.annotate_devices(d, mirror).await;
+        self.bind(d, mirror, &mut w).await;
+        self.evict(d, mirror, &mut w, &mut unwritten).await;
+        self.nominate(d, mirror).await;
+        self.pod_group_status(d, mirror, &mut w, &mut unwritten)
             .await;
-        self.queue_allocated(d, cache, &mut w).await;
-        self.pod_conditions(d, cache, &mut w, &mut unwritten).await;
+        self.queue_allocated(d, mirror, &mut w).await;
+        self.pod_conditions(d, mirror, &mut w, &mut unwritten).await;
         // Last, and only for what was written: a PodGroup whose status write failed is
         // decided again next session, and its event with it.
         for e in d.events_after_writes(&unwritten) {
-            let uid = cache.uid_of(&e.object);
+            let uid = mirror.uid_of(&e.object);
             self.events.send(e.clone(), uid);
         }
         w
     }
 
-    async fn annotate_devices(&self, d: &Decisions, cache: &mut ClusterCache) {
+    async fn annotate_devices(&self, d: &Decisions, mirror: &mut ClusterMirror) {
         let jobs = d.gpu_devices.iter().map(|(key, ids)| {
             let key = key.clone();
             let api = self.pods(&key.namespace);
@@ -100,7 +100,7 @@ impl Writer {
         for (key, ids, r) in results {
             match r {
                 Ok(_) => {
-                    cache.assume_pod(&key, |p| {
+                    mirror.assume_pod(&key, |p| {
                         p.metadata
                             .annotations
                             .get_or_insert_with(Default::default)
@@ -114,7 +114,7 @@ impl Writer {
         }
     }
 
-    async fn bind(&self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
+    async fn bind(&self, d: &Decisions, mirror: &mut ClusterMirror, w: &mut Written) {
         let jobs = d.binds.iter().map(|(key, node)| {
             let key = key.clone();
             let api = self.pods(&key.namespace);
@@ -138,9 +138,9 @@ impl Writer {
             match r {
                 Ok(_) => {
                     w.bound += 1;
-                    self.metrics.record_bound(took, cache.pod(&key));
-                    let uid = cache.pod(&key).and_then(|p| p.metadata.uid.clone());
-                    cache.assume_pod(&key, |p| {
+                    self.metrics.record_bound(took, mirror.pod(&key));
+                    let uid = mirror.pod(&key).and_then(|p| p.metadata.uid.clone());
+                    mirror.assume_pod(&key, |p| {
                         if let Some(spec) = p.spec.as_mut() {
                             spec.node_name = Some(node.clone());
                         }
@@ -167,7 +167,7 @@ impl Writer {
     async fn evict(
         &self,
         d: &Decisions,
-        cache: &mut ClusterCache,
+        mirror: &mut ClusterMirror,
         w: &mut Written,
         unwritten: &mut Unwritten,
     ) {
@@ -188,7 +188,7 @@ impl Writer {
                 Ok(()) => {
                     w.evicted += 1;
                     self.metrics.preemption_attempts.inc();
-                    cache.assume_pod(&key, |p| {
+                    mirror.assume_pod(&key, |p| {
                         p.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
                     });
                 }
@@ -203,7 +203,7 @@ impl Writer {
         }
     }
 
-    async fn nominate(&self, d: &Decisions, cache: &mut ClusterCache) {
+    async fn nominate(&self, d: &Decisions, mirror: &mut ClusterMirror) {
         for (key, node) in &d.nominated {
             let patch = json!({"status": {"nominatedNodeName": node}});
             match self
@@ -212,7 +212,7 @@ impl Writer {
                 .await
             {
                 Ok(_) => {
-                    cache.assume_pod(key, |p| {
+                    mirror.assume_pod(key, |p| {
                         p.status
                             .get_or_insert_with(Default::default)
                             .nominated_node_name = Some(node.clone());
@@ -227,7 +227,7 @@ impl Writer {
     async fn pod_group_status(
         &self,
         d: &Decisions,
-        cache: &mut ClusterCache,
+        mirror: &mut ClusterMirror,
         w: &mut Written,
         unwritten: &mut Unwritten,
     ) {
@@ -255,7 +255,7 @@ impl Writer {
                 .await
             {
                 Ok(_) => {
-                    cache.assume_pod_group(key, |pg| pg.status = Some(u.status.clone()));
+                    mirror.assume_pod_group(key, |pg| pg.status = Some(u.status.clone()));
                 }
                 Err(e) => {
                     if !is_gone(&e) {
@@ -268,11 +268,16 @@ impl Writer {
         }
     }
 
-    async fn queue_allocated(&mut self, d: &Decisions, cache: &mut ClusterCache, w: &mut Written) {
+    async fn queue_allocated(
+        &mut self,
+        d: &Decisions,
+        mirror: &mut ClusterMirror,
+        w: &mut Written,
+    ) {
         let api: Api<Queue> = Api::all(self.client.clone());
-        // A queue the cache no longer holds is gone (or is an implicit one the snapshot adds
+        // A queue the mirror no longer holds is gone (or is an implicit one the snapshot adds
         // while it is missing): there is nothing to patch.
-        let versions: BTreeMap<String, Option<String>> = cache
+        let versions: BTreeMap<String, Option<String>> = mirror
             .objects()
             .queues
             .iter()
@@ -289,7 +294,7 @@ impl Writer {
                 .iter()
                 .map(|(k, v)| (k.clone(), json!(v)))
                 .collect();
-            let before = cache
+            let before = mirror
                 .objects()
                 .queues
                 .iter()
@@ -308,7 +313,7 @@ impl Writer {
                 .await
             {
                 Ok(_) => {
-                    cache.assume_queue(&q.name, |x| {
+                    mirror.assume_queue(&q.name, |x| {
                         x.status.get_or_insert_with(Default::default).allocated =
                             Some(q.allocated.clone());
                     });
@@ -333,13 +338,13 @@ impl Writer {
     async fn pod_conditions(
         &self,
         d: &Decisions,
-        cache: &mut ClusterCache,
+        mirror: &mut ClusterMirror,
         w: &mut Written,
         unwritten: &mut Unwritten,
     ) {
         let jobs = d.pod_conditions.iter().map(|c| {
             let key = c.key.clone();
-            let since = cache
+            let since = mirror
                 .pod(&key)
                 .and_then(|p| p.status.as_ref())
                 .and_then(|s| s.conditions.as_ref())
@@ -372,7 +377,7 @@ impl Writer {
         for (key, c, r) in bounded(jobs, self.concurrency).await {
             match r {
                 Ok(()) => {
-                    cache.assume_pod(&key, |p| set_pod_scheduled(p, &c));
+                    mirror.assume_pod(&key, |p| set_pod_scheduled(p, &c));
                 }
                 Err(e) => {
                     if !is_gone(&e) {
@@ -386,9 +391,9 @@ impl Writer {
     }
 }
 
-/// The queues whose `allocated` changed and may be written: held by the cache (`versions`,
-/// name → resourceVersion) and not refused with 404 at the version the cache still holds.
-/// `gone` forgets a queue once the cache shows it changed or deleted.
+/// The queues whose `allocated` changed and may be written: held by the mirror (`versions`,
+/// name → resourceVersion) and not refused with 404 at the version the mirror still holds.
+/// `gone` forgets a queue once the mirror shows it changed or deleted.
 fn queues_to_write<'a>(
     d: &'a Decisions,
     versions: &BTreeMap<String, Option<String>>,

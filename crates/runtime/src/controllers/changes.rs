@@ -19,7 +19,7 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_controllers::change::{Change, Owned};
 use volcano_controllers::job::controller::Refusal;
 
-use crate::cache::Update;
+use crate::mirror::Update;
 use crate::scheduler::writes::{replace_member, replace_status};
 
 /// Why a change was not made.
@@ -173,7 +173,7 @@ fn annotations_patch(
 }
 
 /// Writes `change`; returns the objects the API server gave back, as watch updates for the
-/// cache (a delete gives nothing: its watch event follows).
+/// mirror (a delete gives nothing: its watch event follows).
 pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, ChangeError> {
     let pp = PatchParams::default();
     let applied = |u: Update| Ok(vec![u]);

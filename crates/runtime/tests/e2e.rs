@@ -224,7 +224,7 @@ fn words(message: &str) -> String {
 }
 
 /// Sessions a scheduler has run: it takes one snapshot per session, kept or rebuilt.
-fn sessions_run(sched: &common::Running<volcano_kube::metrics::SchedulerMetrics>) -> u64 {
+fn sessions_run(sched: &common::Running<volcano_runtime::metrics::SchedulerMetrics>) -> u64 {
     ["kept", "rebuilt"]
         .iter()
         .map(|source| {
@@ -243,7 +243,7 @@ const SESSIONS_TO_REPEAT: u64 = 5;
 
 /// Waits until `sched` has run [`SESSIONS_TO_REPEAT`] more sessions, so that what it would
 /// repeat has had the chance to be repeated; fails if it does not run them.
-async fn after_sessions(sched: &common::Running<volcano_kube::metrics::SchedulerMetrics>) {
+async fn after_sessions(sched: &common::Running<volcano_runtime::metrics::SchedulerMetrics>) {
     let start = sessions_run(sched);
     let (ran, seen) = eventually(20, async || {
         let n = sessions_run(sched);
@@ -260,7 +260,7 @@ async fn after_sessions(sched: &common::Running<volcano_kube::metrics::Scheduler
 /// Waits until a newly started scheduler has listed the cluster and run sessions since, so
 /// what it would repeat has had the chance to be repeated.
 async fn restarted_and_in_session(
-    sched: &common::Running<volcano_kube::metrics::SchedulerMetrics>,
+    sched: &common::Running<volcano_runtime::metrics::SchedulerMetrics>,
 ) {
     let (ready, _) = eventually(20, async || (sched.ready.is_ready(), ())).await;
     assert!(ready, "the new scheduler never became ready");

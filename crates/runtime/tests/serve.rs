@@ -4,9 +4,9 @@
 
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use volcano_kube::metrics::{ControllerMetrics, SchedulerMetrics, label};
-use volcano_kube::serve::{Readiness, serve};
-use volcano_kube::stop_channel;
+use volcano_runtime::metrics::{ControllerMetrics, SchedulerMetrics, label};
+use volcano_runtime::serve::{Readiness, serve};
+use volcano_runtime::stop_channel;
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::scheduling::{PodGroup, Queue};
-use volcano_kube::webhook::certs::CertSource;
+use volcano_runtime::webhook::certs::CertSource;
 
 fn object<K: DeserializeOwned>(v: Value) -> K {
     serde_json::from_value(v).unwrap()

@@ -1,9 +1,9 @@
 //! The objects the scheduler and the controllers read, kept current from watch events.
 //!
-//! The cache holds the objects as the sans-IO crates take them ([`Objects`]), with an index
+//! The mirror holds the objects as the sans-IO crates take them ([`Objects`]), with an index
 //! per kind so a watch event costs a lookup, not a scan. Writes this process made are applied
 //! here as soon as the API server accepts them ("assumed"), so the next session or turn sees
-//! them before their watch event arrives; a watch event older than what the cache holds is
+//! them before their watch event arrives; a watch event older than what the mirror holds is
 //! ignored, by resourceVersion.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -18,10 +18,10 @@ use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::store::Stored;
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef, ObjectStore, Objects, WatchEvent};
 
-/// An object's identity in the cache; the namespace is empty for cluster-scoped kinds.
+/// An object's identity in the mirror; the namespace is empty for cluster-scoped kinds.
 pub type Key = NamespacedName;
 
-/// A watch event of one kind, as the watchers deliver it to the loop that owns the cache.
+/// A watch event of one kind, as the watchers deliver it to the loop that owns the mirror.
 // Pods dominate the size; boxing would add an allocation to every watch event, and updates
 // are moved once, through a bounded channel.
 #[allow(clippy::large_enum_variant)]
@@ -43,7 +43,7 @@ pub enum Update {
     Command(watcher::Event<Command>),
 }
 
-/// The kinds the cache can hold: every kind volcano-rs reads.
+/// The kinds the mirror can hold: every kind volcano-rs reads.
 pub type Kind = ObjectKind;
 
 impl Update {
@@ -69,7 +69,7 @@ fn rv_number(meta: &ObjectMeta) -> Option<u64> {
 
 /// The cluster as this process knows it: the one indexed store, fed by watch events.
 #[derive(Debug, Default)]
-pub struct ClusterCache {
+pub struct ClusterMirror {
     store: ObjectStore,
     /// Per kind, the keys seen since a relist began, to find what went away while the watch
     /// was down.
@@ -77,7 +77,7 @@ pub struct ClusterCache {
     synced: BTreeSet<Kind>,
 }
 
-impl ClusterCache {
+impl ClusterMirror {
     /// The objects, for a snapshot or a controller view.
     pub fn objects(&self) -> &Objects {
         self.store.objects()
@@ -129,7 +129,7 @@ impl ClusterCache {
         }
     }
 
-    /// Inserts or replaces; `None` when the cache already holds this version or a newer one.
+    /// Inserts or replaces; `None` when the mirror already holds this version or a newer one.
     fn upsert<K: Stored>(&mut self, obj: K) -> Option<WatchEvent> {
         if let Some(held) = self.store.get::<K>(&obj.key())
             && let (Some(new), Some(old)) = (rv_number(obj.meta()), rv_number(held.meta()))
@@ -140,12 +140,12 @@ impl ClusterCache {
         Some(self.store.upsert(obj))
     }
 
-    /// A cache that keeps a journal of its changes, for a follower that takes them in
+    /// A mirror that keeps a journal of its changes, for a follower that takes them in
     /// batches (the scheduler's incremental snapshot).
     pub fn journaling() -> Self {
-        ClusterCache {
+        ClusterMirror {
             store: ObjectStore::default().journaling(),
-            ..ClusterCache::default()
+            ..ClusterMirror::default()
         }
     }
 
@@ -185,7 +185,7 @@ impl ClusterCache {
         self.store.modify(key, change)
     }
 
-    /// [`ClusterCache::assume_pod`] for a PodGroup.
+    /// [`ClusterMirror::assume_pod`] for a PodGroup.
     pub fn assume_pod_group(
         &mut self,
         key: &Key,
@@ -194,7 +194,7 @@ impl ClusterCache {
         self.store.modify(key, change)
     }
 
-    /// [`ClusterCache::assume_pod`] for a queue.
+    /// [`ClusterMirror::assume_pod`] for a queue.
     pub fn assume_queue(
         &mut self,
         name: &str,

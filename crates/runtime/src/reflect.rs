@@ -1,5 +1,5 @@
-//! Watchers: one task per kind, each sending its watch events to the loop that owns the cache.
-//! A watch that fails is retried with backoff and relists on `410 Gone`, so the cache catches
+//! Watchers: one task per kind, each sending its watch events to the loop that owns the mirror.
+//! A watch that fails is retried with backoff and relists on `410 Gone`, so the mirror catches
 //! up with whatever happened while it was down.
 //!
 //! Objects arrive untyped and are read one by one, so an object this program cannot read (a
@@ -24,7 +24,7 @@ use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
 use volcano_api::scheduling::{PodGroup, Queue};
 
-use crate::cache::{Kind, Update};
+use crate::mirror::{Kind, Update};
 
 /// Room for watch events not yet taken by the loop; a full channel slows the watchers down
 /// (back-pressure) rather than growing memory.
