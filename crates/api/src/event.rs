@@ -1,6 +1,5 @@
 //! Kubernetes events as volcano-rs components decide them: what happened to which object.
 
-use std::cmp::Ordering;
 use std::fmt;
 
 use crate::object_ref::ObjectRef;
@@ -45,44 +44,9 @@ impl Event {
     }
 }
 
-/// Events order by their object's printed form first, then type, reason and message, so any
-/// list sorted by it reads the same as when objects were named by that text.
-impl Ord for Event {
-    fn cmp(&self, other: &Self) -> Ordering {
-        ObjectPath(&self.object)
-            .bytes()
-            .cmp(ObjectPath(&other.object).bytes())
-            .then_with(|| self.type_.cmp(&other.type_))
-            .then_with(|| self.reason.cmp(&other.reason))
-            .then_with(|| self.message.cmp(&other.message))
-    }
-}
-
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// An object printed as events name it: `Kind/ns/name`, or `Kind/name` when cluster-scoped.
 #[derive(Debug, Clone, Copy)]
 pub struct ObjectPath<'a>(pub &'a ObjectRef);
-
-impl ObjectPath<'_> {
-    /// The printed form's bytes, without building the string.
-    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        let key = &self.0.key;
-        let slash = if key.namespace.is_empty() { "" } else { "/" };
-        self.0
-            .kind
-            .as_str()
-            .bytes()
-            .chain(*b"/")
-            .chain(key.namespace.bytes())
-            .chain(slash.bytes())
-            .chain(key.name.bytes())
-    }
-}
 
 impl fmt::Display for ObjectPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,21 +74,5 @@ mod tests {
         assert_eq!(pod.object_path().to_string(), "Pod/ns/p");
         let queue = event(ObjectKind::Queue, NamespacedName::cluster("q"));
         assert_eq!(queue.object_path().to_string(), "Queue/q");
-    }
-
-    #[test]
-    fn events_order_as_their_printed_objects() {
-        let mut events = [
-            event(ObjectKind::PodGroup, NamespacedName::new("a", "x")),
-            event(ObjectKind::Pod, NamespacedName::new("a", "z")),
-            event(ObjectKind::Pod, NamespacedName::new("a-b", "c")),
-            event(ObjectKind::Job, NamespacedName::new("a", "x")),
-            event(ObjectKind::Queue, NamespacedName::cluster("q")),
-        ];
-        let mut printed: Vec<String> = events.iter().map(|e| e.object_path().to_string()).collect();
-        events.sort();
-        printed.sort();
-        let sorted: Vec<String> = events.iter().map(|e| e.object_path().to_string()).collect();
-        assert_eq!(sorted, printed);
     }
 }
