@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
@@ -90,6 +91,16 @@ pub struct Objects {
     pub priority_classes: Vec<PriorityClass>,
     /// Bus Commands; namespace always set.
     pub commands: Vec<Command>,
+    /// Namespaces (cluster-scoped): their labels answer pod affinity's `namespaceSelector`.
+    pub namespaces: Vec<Namespace>,
+    /// PersistentVolumes (cluster-scoped).
+    pub persistent_volumes: Vec<PersistentVolume>,
+    /// PersistentVolumeClaims; namespace always set.
+    pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    /// StorageClasses (cluster-scoped).
+    pub storage_classes: Vec<StorageClass>,
+    /// CSINodes (cluster-scoped): each node's CSI drivers and their attach limits.
+    pub csi_nodes: Vec<CSINode>,
 }
 
 /// The text of a `volcano-scheduler.conf` found in a ConfigMap, with where it came from.

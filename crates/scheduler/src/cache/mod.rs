@@ -27,8 +27,8 @@ use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 use crate::model::gpu::{self, NodeGpus};
 use crate::model::{
-    JobId, JobInfo, NodeId, NodeInfo, PgPhase, QueueId, QueueInfo, QueueState, Snapshot, TaskId,
-    TaskStatus,
+    ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, PgPhase, QueueId, QueueInfo, QueueState,
+    Snapshot, TaskId, TaskStatus,
 };
 use crate::resource::{CPU_DIM, Dims, MEMORY_DIM, PODS_DIM, Resource, UNBOUNDED};
 
@@ -377,6 +377,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
         node_index: Arc::new(node_index),
         node_rank: Arc::new(Vec::new()),
         node_table: None,
+        cluster: Arc::new(ClusterObjects::of(objs)),
     };
     let mut by_name: Vec<usize> = (0..snap.nodes.len()).collect();
     by_name.sort_by(|&a, &b| snap.nodes[a].name.cmp(&snap.nodes[b].name));

@@ -238,9 +238,28 @@ pub(super) fn insert_task(snap: &mut Snapshot, id: TaskId, task: TaskInfo, statu
     }
 }
 
+/// A container reduced to its name and the ports it takes on the node; `None` when it takes
+/// none.
+fn host_ports_only(
+    c: &k8s_openapi::api::core::v1::Container,
+) -> Option<k8s_openapi::api::core::v1::Container> {
+    let ports: Vec<_> = c
+        .ports
+        .iter()
+        .flatten()
+        .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
+        .cloned()
+        .collect();
+    (!ports.is_empty()).then(|| k8s_openapi::api::core::v1::Container {
+        name: c.name.clone(),
+        ports: Some(ports),
+        ..Default::default()
+    })
+}
+
 /// The part of a pod plugins read (identity, labels and annotations, placement constraints,
-/// priority, start time): a session copies every pod, and containers' environment, volumes
-/// and statuses would be most of the copy.
+/// host ports, claims and CSI volumes, priority, start time): a session copies every pod, and
+/// containers' environment, other volumes and statuses would be most of the copy.
 fn scheduling_view(pod: &Pod) -> Pod {
     let m = &pod.metadata;
     let spec = pod
@@ -256,6 +275,22 @@ fn scheduling_view(pod: &Pod) -> Pod {
             scheduler_name: s.scheduler_name.clone(),
             scheduling_gates: s.scheduling_gates.clone(),
             tolerations: s.tolerations.clone(),
+            topology_spread_constraints: s.topology_spread_constraints.clone(),
+            containers: s.containers.iter().filter_map(host_ports_only).collect(),
+            init_containers: s
+                .init_containers
+                .as_ref()
+                .map(|cs| cs.iter().filter_map(host_ports_only).collect()),
+            volumes: s.volumes.as_ref().map(|vs| {
+                vs.iter()
+                    .filter(|v| {
+                        v.persistent_volume_claim.is_some()
+                            || v.ephemeral.is_some()
+                            || v.csi.is_some()
+                    })
+                    .cloned()
+                    .collect()
+            }),
             ..Default::default()
         });
     let status = pod

@@ -4,6 +4,7 @@
 //! All changes to task status and node accounting go through [`Snapshot`]'s methods, which keep
 //! every derived counter (job status counts, node idle/used/releasing/pipelined) consistent.
 
+mod cluster_objects;
 pub mod gpu;
 mod job;
 mod node;
@@ -13,6 +14,7 @@ mod snapshot;
 mod snapshot_state;
 mod task;
 
+pub use cluster_objects::{ClusterObjects, NAMESPACE_NAME_LABEL};
 pub use job::{JobInfo, PgPhase};
 pub use node::NodeInfo;
 pub use queue::{QueueInfo, QueueState};

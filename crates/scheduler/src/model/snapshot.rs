@@ -4,7 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::node_table::{self, NodeTable, RowRequest, ScoreInputs};
-use super::{JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo, TaskStatus};
+use super::{
+    ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo,
+    TaskStatus,
+};
 use crate::resource::{Dims, Resource};
 
 /// Everything one session works on.
@@ -36,6 +39,8 @@ pub struct Snapshot {
     /// The nodes' hot numbers in dense rows, once a session asks for them
     /// ([`Snapshot::build_node_table`]); kept in step by every method that changes a node.
     pub(crate) node_table: Option<NodeTable>,
+    /// Namespaces and storage objects, for the placement rules that read them.
+    pub cluster: Arc<ClusterObjects>,
 }
 
 /// A task's request prepared for comparing with many nodes ([`Snapshot::node_request`]).

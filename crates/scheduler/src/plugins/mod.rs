@@ -7,6 +7,7 @@ mod deviceshare;
 mod drf;
 mod fgd;
 mod gang;
+pub(crate) mod label_selector;
 mod nodeorder;
 mod overcommit;
 mod predicates;

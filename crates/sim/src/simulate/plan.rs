@@ -73,6 +73,7 @@ pub fn plan(
         jobs,
         priority_classes,
         commands,
+        ..
     } = objects;
     plan.initial.priority_classes = priority_classes;
 

@@ -1,6 +1,10 @@
 //! `nodeorder`: Kubernetes' scoring functions, weighted by Volcano's arguments:
-//! least/most requested, balanced allocation, preferred node affinity and PreferNoSchedule taint
-//! toleration. Scores follow kube-scheduler's integer arithmetic so rankings match it.
+//! least/most requested, balanced allocation, preferred node affinity, PreferNoSchedule taint
+//! toleration, inter-pod affinity and pod topology spread. Scores follow kube-scheduler's
+//! integer arithmetic so rankings match it.
+
+mod inter_pod_affinity;
+mod topology_spread;
 
 use k8s_openapi::api::core::v1::Taint;
 use volcano_api::k8s_openapi;
@@ -11,6 +15,8 @@ use crate::framework::Plugin;
 use crate::model::node_table::ScoreInputs;
 use crate::model::{NodeId, Snapshot, TaskId};
 use crate::resource::{CPU_DIM, MEMORY_DIM};
+use inter_pod_affinity::PodAffinityScore;
+use topology_spread::SpreadScore;
 
 const MAX_NODE_SCORE: i64 = 100;
 /// kube-scheduler's request assumed for a container that declares no CPU request.
@@ -25,12 +31,24 @@ pub struct NodeOrder {
     balanced: f64,
     node_affinity: f64,
     taint_toleration: f64,
+    /// Preferred pod affinity and anti-affinity (`podaffinity.weight`); `None` when its
+    /// weight is 0.
+    pod_affinity: Option<(f64, PodAffinityScore)>,
+    /// `ScheduleAnyway` topology spread (`podtopologyspread.weight`); `None` when its weight
+    /// is 0.
+    topology_spread: Option<(f64, SpreadScore)>,
 }
 
 impl NodeOrder {
-    /// Reads the `<scorer>.weight` arguments (Volcano's defaults otherwise).
-    pub fn new(args: &Arguments) -> Self {
+    /// Reads the `<scorer>.weight` arguments (Volcano's defaults otherwise) and indexes the
+    /// snapshot's placed pods for the scorers that need them.
+    pub fn new(args: &Arguments, s: &Snapshot) -> Self {
+        let pod_affinity = args.f64_or("podaffinity.weight", 2.0);
+        let topology_spread = args.f64_or("podtopologyspread.weight", 2.0);
         NodeOrder {
+            pod_affinity: (pod_affinity != 0.0).then(|| (pod_affinity, PodAffinityScore::new(s))),
+            topology_spread: (topology_spread != 0.0)
+                .then(|| (topology_spread, SpreadScore::new(args, s))),
             least_requested: args.f64_or("leastrequested.weight", 1.0),
             most_requested: args.f64_or("mostrequested.weight", 0.0),
             balanced: args.f64_or("balancedresource.weight", 1.0),
@@ -153,6 +171,12 @@ impl Plugin for NodeOrder {
         for (score, &n) in scores.iter_mut().zip(nodes) {
             *score += self.resource_score(&ask, s.node_score_inputs(n));
         }
+        if let Some((weight, scorer)) = &self.pod_affinity {
+            scorer.score(s, t, nodes, scores, *weight);
+        }
+        if let Some((weight, scorer)) = &self.topology_spread {
+            scorer.score(s, t, nodes, scores, *weight);
+        }
         let pod = &task.pod;
         let spec = pod.spec.as_ref();
         if self.node_affinity != 0.0 {
@@ -231,6 +255,24 @@ impl Plugin for NodeOrder {
             for (score, v) in scores.iter_mut().zip(normalize(&raw, true)) {
                 *score += v * self.taint_toleration;
             }
+        }
+    }
+
+    fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
+        if let Some((_, scorer)) = &mut self.pod_affinity {
+            scorer.on_allocate(s, t);
+        }
+        if let Some((_, scorer)) = &mut self.topology_spread {
+            scorer.on_allocate(s, t);
+        }
+    }
+
+    fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {
+        if let Some((_, scorer)) = &mut self.pod_affinity {
+            scorer.on_deallocate(s, t);
+        }
+        if let Some((_, scorer)) = &mut self.topology_spread {
+            scorer.on_deallocate(s, t);
         }
     }
 }

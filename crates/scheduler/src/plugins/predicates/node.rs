@@ -1,38 +1,15 @@
-//! `predicates`: the Kubernetes filters Volcano wraps: pod count, unschedulable nodes, node
-//! selector and required node affinity, taints and tolerations.
-//!
-//! Resource fit is not here: allocate checks requests against node idle itself, as in Volcano.
-//! Not implemented yet (documented in the README): host ports, inter-pod affinity, volume and
-//! topology-spread filters.
+//! The node-level filters: cordon, node selector and required node affinity, taints and
+//! tolerations.
 
 use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration,
 };
 use volcano_api::k8s_openapi;
 
-use crate::conf::Arguments;
 use crate::fit::FitReason;
-use crate::framework::Plugin;
-use crate::model::{NodeId, Snapshot, TaskId};
 
 /// Why a node failed the pod's node selector or required node affinity.
 const NODE_AFFINITY_MISMATCH: &str = "node(s) didn't match Pod's node affinity/selector";
-
-/// The predicates plugin.
-pub struct Predicates {
-    node_affinity: bool,
-    taint_toleration: bool,
-}
-
-impl Predicates {
-    /// Reads the `predicate.*Enable` arguments.
-    pub fn new(args: &Arguments) -> Self {
-        Predicates {
-            node_affinity: args.bool_or("predicate.NodeAffinityEnable", true),
-            taint_toleration: args.bool_or("predicate.TaintTolerationEnable", true),
-        }
-    }
-}
 
 fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.metadata.labels.as_ref()?.get(key).map(String::as_str)
@@ -81,7 +58,7 @@ pub fn term_matches(node: &Node, term: &NodeSelectorTerm) -> bool {
 
 /// Whether the pod has a `nodeSelector` or required node affinity (without either, every node
 /// satisfies it).
-fn has_node_constraints(pod: &Pod) -> bool {
+pub(super) fn has_node_constraints(pod: &Pod) -> bool {
     pod.spec.as_ref().is_some_and(|spec| {
         spec.node_selector.is_some()
             || spec
@@ -152,64 +129,45 @@ pub fn tolerates_all<'a>(
     Ok(())
 }
 
-impl Plugin for Predicates {
-    fn name(&self) -> &'static str {
-        "predicates"
+/// Cordon, node affinity and taints, in kube-scheduler's order; `node_affinity` and
+/// `taint_toleration` say which of the last two are on.
+#[inline(never)]
+pub(super) fn check_node(
+    pod: &Pod,
+    node: &Node,
+    node_affinity: bool,
+    taint_toleration: bool,
+) -> Result<(), FitReason> {
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[]);
+    let node_spec = node.spec.as_ref();
+    if node_spec.and_then(|s| s.unschedulable).unwrap_or(false) {
+        let taint = Taint {
+            key: "node.kubernetes.io/unschedulable".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        };
+        if !tolerations.iter().any(|t| tolerates(t, &taint)) {
+            return Err(FitReason::unresolvable("node(s) were unschedulable"));
+        }
     }
-
-    fn checks_nodes(&self) -> bool {
-        true
+    if node_affinity && !node_affinity_matches(pod, node) {
+        return Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH));
     }
-
-    fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
-        if s.node_pod_room(n) <= 0 {
-            return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
+    if taint_toleration {
+        let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
+        if let Err(taint) = tolerates_all(tolerations, taints, &["NoSchedule", "NoExecute"]) {
+            return Err(FitReason::unresolvable(format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                taint.key,
+                taint.value.as_deref().unwrap_or("")
+            )));
         }
-        let pod = &s.task(t).pod;
-        // No cordon and no taint to tolerate: only the pod's own constraints can fail, and a
-        // pod without any passes without reading the node.
-        if s.node_plain(n) && !(self.node_affinity && has_node_constraints(pod)) {
-            return Some(Ok(()));
-        }
-        Some(self.check_node(pod, &s.node(n).node))
     }
-}
-
-impl Predicates {
-    /// Cordon, node affinity and taints, in kube-scheduler's order.
-    #[inline(never)]
-    fn check_node(&self, pod: &Pod, node: &Node) -> Result<(), FitReason> {
-        let tolerations = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.tolerations.as_deref())
-            .unwrap_or(&[]);
-        let node_spec = node.spec.as_ref();
-        if node_spec.and_then(|s| s.unschedulable).unwrap_or(false) {
-            let taint = Taint {
-                key: "node.kubernetes.io/unschedulable".into(),
-                effect: "NoSchedule".into(),
-                ..Default::default()
-            };
-            if !tolerations.iter().any(|t| tolerates(t, &taint)) {
-                return Err(FitReason::unresolvable("node(s) were unschedulable"));
-            }
-        }
-        if self.node_affinity && !node_affinity_matches(pod, node) {
-            return Err(FitReason::unresolvable(NODE_AFFINITY_MISMATCH));
-        }
-        if self.taint_toleration {
-            let taints = node_spec.and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
-            if let Err(taint) = tolerates_all(tolerations, taints, &["NoSchedule", "NoExecute"]) {
-                return Err(FitReason::unresolvable(format!(
-                    "node(s) had untolerated taint {{{}: {}}}",
-                    taint.key,
-                    taint.value.as_deref().unwrap_or("")
-                )));
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,124 @@
+//! `predicates`: the Kubernetes filters Volcano wraps, in kube-scheduler's order: pod count,
+//! cordon, node selector and required node affinity, taints and tolerations, host ports,
+//! volumes, pod topology spread, inter-pod affinity.
+//!
+//! Resource fit is not here: allocate checks requests against node idle itself, as in Volcano.
+//! Each filter that depends on where other pods are keeps its own per-session index, updated by
+//! every placement and eviction the session makes (including those a statement later undoes),
+//! so pods placed earlier in the same session count exactly like running ones.
+
+mod inter_pod_affinity;
+mod node;
+mod node_ports;
+mod topology_spread;
+mod volumes;
+
+pub use node::{node_affinity_matches, term_matches, tolerates_all};
+
+use crate::conf::Arguments;
+use crate::fit::FitReason;
+use crate::framework::Plugin;
+use crate::model::{NodeId, Snapshot, TaskId};
+
+/// One of kube-scheduler's filters as the predicates plugin runs it, with the session state it
+/// keeps.
+#[allow(unused_variables)]
+trait Filter: Send {
+    /// Checks on the task before any node (kube-scheduler's PreFilter): an error keeps the task
+    /// off every node.
+    fn pre_filter(&self, s: &Snapshot, t: TaskId) -> Result<(), FitReason> {
+        Ok(())
+    }
+    /// Whether `t` may run on `n`. Must cost next to nothing for a task the filter does not
+    /// concern: it runs for every task on every node.
+    fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason>;
+    /// `t` was placed on its node in the session.
+    fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {}
+    /// `t`'s placement was undone, or `t` is being evicted.
+    fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {}
+}
+
+/// The predicates plugin.
+pub struct Predicates {
+    node_affinity: bool,
+    taint_toleration: bool,
+    /// The filters that depend on more than the node itself, in kube-scheduler's order.
+    filters: Vec<Box<dyn Filter>>,
+}
+
+impl Predicates {
+    /// Reads the `predicate.*Enable` arguments (each filter on unless turned off, as in
+    /// Volcano) and builds the enabled filters' indexes over the session's snapshot.
+    pub fn new(args: &Arguments, s: &Snapshot) -> Self {
+        let mut filters: Vec<Box<dyn Filter>> = Vec::new();
+        if args.bool_or("predicate.NodePortsEnable", true) {
+            filters.push(Box::new(node_ports::NodePorts::new(s)));
+        }
+        let volumes = volumes::Enabled {
+            limits: args.bool_or("predicate.NodeVolumeLimitsEnable", true),
+            binding: args.bool_or("predicate.VolumeBindingEnable", true),
+            zone: args.bool_or("predicate.VolumeZoneEnable", true),
+        };
+        if volumes.any() {
+            filters.push(Box::new(volumes::Volumes::new(volumes, s)));
+        }
+        if args.bool_or("predicate.PodTopologySpreadEnable", true) {
+            filters.push(Box::new(topology_spread::TopologySpread::new(args, s)));
+        }
+        if args.bool_or("predicate.PodAffinityEnable", true) {
+            filters.push(Box::new(inter_pod_affinity::InterPodAffinity::new(s)));
+        }
+        Predicates {
+            node_affinity: args.bool_or("predicate.NodeAffinityEnable", true),
+            taint_toleration: args.bool_or("predicate.TaintTolerationEnable", true),
+            filters,
+        }
+    }
+}
+
+impl Plugin for Predicates {
+    fn name(&self) -> &'static str {
+        "predicates"
+    }
+
+    fn checks_nodes(&self) -> bool {
+        true
+    }
+
+    fn pre_predicate(&self, s: &Snapshot, t: TaskId) -> Option<Result<(), FitReason>> {
+        Some(self.filters.iter().try_for_each(|f| f.pre_filter(s, t)))
+    }
+
+    fn predicate(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Option<Result<(), FitReason>> {
+        if s.node_pod_room(n) <= 0 {
+            return Some(Err(FitReason::resolvable("node(s) pod number exceeded")));
+        }
+        let pod = &s.task(t).pod;
+        // No cordon and no taint to tolerate: only the pod's own node constraints can fail
+        // here, and a pod without any passes without reading the node.
+        if !s.node_plain(n) || (self.node_affinity && node::has_node_constraints(pod)) {
+            let checked = node::check_node(
+                pod,
+                &s.node(n).node,
+                self.node_affinity,
+                self.taint_toleration,
+            );
+            if checked.is_err() {
+                return Some(checked);
+            }
+        }
+        Some(self.filters.iter().try_for_each(|f| f.filter(s, t, n)))
+    }
+
+    fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
+        for f in &mut self.filters {
+            f.on_allocate(s, t);
+        }
+    }
+
+    fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {
+        for f in &mut self.filters {
+            f.on_deallocate(s, t);
+        }
+    }
+}
