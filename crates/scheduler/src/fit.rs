@@ -12,6 +12,9 @@ pub struct FitReason {
     pub reason: String,
     /// Whether preemption cannot help on this node (Kubernetes' UnschedulableAndUnresolvable).
     pub unresolvable: bool,
+    /// Whether the answer depends on where other pods are, so a later placement or an undone
+    /// one may change it: no predicate cache may keep it.
+    pub depends_on_pods: bool,
 }
 
 impl FitReason {
@@ -20,6 +23,7 @@ impl FitReason {
         FitReason {
             reason: reason.into(),
             unresolvable: false,
+            depends_on_pods: false,
         }
     }
 
@@ -28,7 +32,15 @@ impl FitReason {
         FitReason {
             reason: reason.into(),
             unresolvable: true,
+            depends_on_pods: false,
         }
+    }
+
+    /// The same reason, marked as depending on where other pods are (inter-pod affinity,
+    /// topology spread, host ports, volume limits).
+    pub fn depending_on_pods(mut self) -> Self {
+        self.depends_on_pods = true;
+        self
     }
 }
 

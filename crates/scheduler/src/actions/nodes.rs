@@ -128,7 +128,16 @@ impl NodeFinder {
             {
                 Some("node(s) pod number exceeded".to_string())
             } else {
-                ssn.predicate(t, nid).err().map(|e| e.reason)
+                match ssn.predicate(t, nid) {
+                    Ok(()) => None,
+                    // A reason that depends on where other pods are may not hold for the
+                    // role's next task, so it is not cached.
+                    Err(e) if e.depends_on_pods => {
+                        fe.add(&e.reason);
+                        continue;
+                    }
+                    Err(e) => Some(e.reason),
+                }
             };
             match reason {
                 None => found.push(nid),
