@@ -11,6 +11,11 @@ pub(in crate::plugins) mod index;
 pub(in crate::plugins) mod terms;
 #[cfg(test)]
 mod tests;
+/// The clusters the filter's tests build, for the score's.
+#[cfg(test)]
+pub(in crate::plugins) use tests::{
+    affinity, anti_affinity, four_nodes, incoming, labelled, node_id, running, snapshot, task, term,
+};
 
 use std::cell::RefCell;
 

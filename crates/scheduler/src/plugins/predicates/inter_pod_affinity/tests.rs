@@ -18,7 +18,7 @@ use volcano_testkit::build::{cluster, gang, node, pod};
 use super::*;
 use crate::cache::{CacheOptions, build_snapshot};
 
-pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+pub(in crate::plugins) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -26,7 +26,12 @@ pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 /// A term selecting `key <op> values` over `topology`.
-pub(crate) fn term(key: &str, op: &str, values: &[&str], topology: &str) -> PodAffinityTerm {
+pub(in crate::plugins) fn term(
+    key: &str,
+    op: &str,
+    values: &[&str],
+    topology: &str,
+) -> PodAffinityTerm {
     PodAffinityTerm {
         label_selector: Some(LabelSelector {
             match_expressions: Some(vec![LabelSelectorRequirement {
@@ -41,7 +46,7 @@ pub(crate) fn term(key: &str, op: &str, values: &[&str], topology: &str) -> PodA
     }
 }
 
-pub(crate) fn affinity(required: Vec<PodAffinityTerm>) -> Affinity {
+pub(in crate::plugins) fn affinity(required: Vec<PodAffinityTerm>) -> Affinity {
     Affinity {
         pod_affinity: Some(PodAffinity {
             required_during_scheduling_ignored_during_execution: Some(required),
@@ -51,7 +56,7 @@ pub(crate) fn affinity(required: Vec<PodAffinityTerm>) -> Affinity {
     }
 }
 
-pub(crate) fn anti_affinity(required: Vec<PodAffinityTerm>) -> Affinity {
+pub(in crate::plugins) fn anti_affinity(required: Vec<PodAffinityTerm>) -> Affinity {
     Affinity {
         pod_anti_affinity: Some(PodAntiAffinity {
             required_during_scheduling_ignored_during_execution: Some(required),
@@ -69,7 +74,7 @@ fn both(a: Affinity, b: Affinity) -> Affinity {
     }
 }
 
-pub(crate) fn labelled(mut p: Pod, l: &[(&str, &str)], a: Option<Affinity>) -> Pod {
+pub(in crate::plugins) fn labelled(mut p: Pod, l: &[(&str, &str)], a: Option<Affinity>) -> Pod {
     p.metadata.labels = Some(labels(l));
     if let Some(spec) = p.spec.as_mut() {
         spec.affinity = a;
@@ -77,7 +82,7 @@ pub(crate) fn labelled(mut p: Pod, l: &[(&str, &str)], a: Option<Affinity>) -> P
     p
 }
 
-fn host(name: &str, zone: Option<&str>) -> Node {
+pub(in crate::plugins) fn host(name: &str, zone: Option<&str>) -> Node {
     let mut b = node(name)
         .cpu(8)
         .mem_gi(16)
@@ -89,7 +94,7 @@ fn host(name: &str, zone: Option<&str>) -> Node {
 }
 
 /// Nodes n1 (zone z1), n2 (z1), n3 (z2), n4 (no zone label).
-fn four_nodes() -> Objects {
+pub(in crate::plugins) fn four_nodes() -> Objects {
     let mut objs = cluster().objects();
     objs.nodes = vec![
         host("n1", Some("z1")),
@@ -100,7 +105,7 @@ fn four_nodes() -> Objects {
     objs
 }
 
-fn running(
+pub(in crate::plugins) fn running(
     objs: &mut Objects,
     ns: &str,
     name: &str,
@@ -113,7 +118,12 @@ fn running(
 }
 
 /// The pod the verdicts are for: `ns/incoming`, pending in its own group.
-fn incoming(objs: &mut Objects, ns: &str, l: &[(&str, &str)], a: Option<Affinity>) {
+pub(in crate::plugins) fn incoming(
+    objs: &mut Objects,
+    ns: &str,
+    l: &[(&str, &str)],
+    a: Option<Affinity>,
+) {
     let (pg, _) = gang(ns, "incoming-group").min(1).build();
     objs.pod_groups.push(pg);
     let p = pod(ns, "incoming")
@@ -123,11 +133,11 @@ fn incoming(objs: &mut Objects, ns: &str, l: &[(&str, &str)], a: Option<Affinity
     objs.pods.push(labelled(p, l, a));
 }
 
-fn snapshot(objs: &Objects) -> Snapshot {
+pub(in crate::plugins) fn snapshot(objs: &Objects) -> Snapshot {
     build_snapshot(objs, &CacheOptions::default()).expect("test objects are valid")
 }
 
-fn task(s: &Snapshot, name: &str) -> TaskId {
+pub(in crate::plugins) fn task(s: &Snapshot, name: &str) -> TaskId {
     TaskId(
         s.tasks
             .iter()
@@ -136,7 +146,7 @@ fn task(s: &Snapshot, name: &str) -> TaskId {
     )
 }
 
-fn node_id(s: &Snapshot, name: &str) -> NodeId {
+pub(in crate::plugins) fn node_id(s: &Snapshot, name: &str) -> NodeId {
     s.node_index[name]
 }
 
