@@ -10,7 +10,7 @@
 pub(super) mod inter_pod_affinity;
 mod node;
 mod node_ports;
-mod topology_spread;
+pub(super) mod topology_spread;
 mod volumes;
 
 pub use node::{node_affinity_matches, term_matches, tolerates_all};
