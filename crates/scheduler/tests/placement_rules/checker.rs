@@ -164,11 +164,15 @@ impl<'a> Placed<'a> {
             let met = others().any(|(o, on)| {
                 term_selects(term, ns(p), o) && self.same_domain(node, on, &term.topology_key)
             });
-            // kube lets the first pod of a self-affine group go anywhere its node has the key;
-            // in a final state that pod may be the only one, or every other one must be with it.
+            // kube lets the first pod of a self-affine group go anywhere its node has the key
+            // when no pod the term selects sits in any domain of the key (pods on nodes without
+            // the key are not counted); in a final state that pod may be the only one, or every
+            // other one must be with it.
             let self_ok = term_selects(term, ns(p), p)
                 && self.domain(node, &term.topology_key).is_some()
-                && !others().any(|(o, _)| term_selects(term, ns(p), o));
+                && !others().any(|(o, on)| {
+                    term_selects(term, ns(p), o) && self.domain(on, &term.topology_key).is_some()
+                });
             if !met && !self_ok {
                 out.push(format!(
                     "{name} on {node} has no pod its affinity needs in its {}",
