@@ -77,7 +77,13 @@ impl FitErrors {
 
     /// Records one node's reason.
     pub fn add(&mut self, reason: &str) {
-        *self.reasons.entry(reason.to_string()).or_insert(0) += 1;
+        // Most nodes repeat a reason already seen: count it without copying the text.
+        match self.reasons.get_mut(reason) {
+            Some(n) => *n += 1,
+            None => {
+                self.reasons.insert(reason.to_string(), 1);
+            }
+        }
     }
 
     /// Records that a node lacked resources on the dimensions `short`.

@@ -247,7 +247,7 @@ fn normalize(raw: &[i64]) -> impl Iterator<Item = i64> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::predicates::topology_spread::tests::{
+    use crate::plugins::predicates::topology_spread::{
         ZONE, labelled, node_id, snapshot, spread, task, zoned,
     };
 

@@ -10,7 +10,7 @@
 //! checked: a session without such pods pays nothing. Every pod on a node counts (pipelined
 //! and terminating ones too, as in Volcano's node view) except those evicted in the session.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -155,6 +155,8 @@ pub(super) struct NodePorts {
     /// Built on the first check of a pod with host ports.
     index: RefCell<Option<PortIndex>>,
     asked: RefCell<Option<Asked>>,
+    /// The last task checked, when it asks for no port.
+    portless: Cell<Option<TaskId>>,
     /// Pods with host ports evicted in the session before the index was built: they are
     /// still on their node (releasing) but no longer count.
     evicted: HashSet<TaskId>,
@@ -166,6 +168,7 @@ impl NodePorts {
         NodePorts {
             index: RefCell::new(None),
             asked: RefCell::new(None),
+            portless: Cell::new(None),
             evicted: HashSet::new(),
         }
     }
@@ -173,8 +176,15 @@ impl NodePorts {
 
 impl Filter for NodePorts {
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
-        if !has_host_ports(&s.task(t).pod) {
-            return Ok(());
+        // The scan asks about one task on many nodes: answer a task without ports from one
+        // comparison.
+        match self.portless.get() {
+            Some(p) if p == t => return Ok(()),
+            _ if !has_host_ports(&s.task(t).pod) => {
+                self.portless.set(Some(t));
+                return Ok(());
+            }
+            _ => {}
         }
         let mut asked = self.asked.borrow_mut();
         let asked = match &mut *asked {

@@ -23,9 +23,12 @@
 pub(crate) mod constraints;
 pub(crate) mod counts;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
+// The scorer's tests build their clusters with the same helpers.
+#[cfg(test)]
+pub(crate) use tests::{ZONE, labelled, node_id, snapshot, spread, task, zoned};
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -194,6 +197,8 @@ impl State {
 pub(super) struct TopologySpread {
     defaults: Defaults,
     state: RefCell<State>,
+    /// The last task checked, when it has no constraint to check.
+    unconstrained: Cell<Option<TaskId>>,
 }
 
 impl TopologySpread {
@@ -203,14 +208,22 @@ impl TopologySpread {
         TopologySpread {
             defaults: Defaults::from_args(args),
             state: RefCell::new(State::default()),
+            unconstrained: Cell::new(None),
         }
     }
 }
 
 impl Filter for TopologySpread {
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
-        if self.defaults.is_empty() && !constraints::declares_constraints(&s.task(t).pod) {
-            return Ok(());
+        // The scan asks about one task on many nodes: answer a task without constraints
+        // from one comparison.
+        match self.unconstrained.get() {
+            Some(u) if u == t => return Ok(()),
+            _ if self.defaults.is_empty() && !constraints::declares_constraints(&s.task(t).pod) => {
+                self.unconstrained.set(Some(t));
+                return Ok(());
+            }
+            _ => {}
         }
         let mut state = self.state.borrow_mut();
         state.prepare(s, t, &self.defaults);

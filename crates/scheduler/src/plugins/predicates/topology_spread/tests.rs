@@ -398,3 +398,112 @@ fn placements_and_their_undoing_in_the_session_move_the_counts() {
     f.on_deallocate(&s, p1);
     expect(answers(&f, &s, "p2", &["node-a", "node-b"]), &[None, None]);
 }
+
+#[test]
+fn an_eviction_in_the_session_stops_the_pod_counting() {
+    let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
+    objs.pods.push(labelled(
+        "ns",
+        "victim",
+        &[("app", "web")],
+        vec![],
+        Some("node-a"),
+    ));
+    objs.pods.push(labelled(
+        "ns",
+        "p",
+        &[("app", "web")],
+        vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+        None,
+    ));
+    let mut s = snapshot(&objs);
+    let mut f = filter_of(&s);
+    expect(answers(&f, &s, "p", &["node-a", "node-b"]), &[FAIL, None]);
+    // Evicted: still on its node, releasing, but no longer counted.
+    let victim = task(&s, "victim");
+    s.update_on_node(victim, TaskStatus::Releasing);
+    f.on_deallocate(&s, victim);
+    expect(answers(&f, &s, "p", &["node-a", "node-b"]), &[None, None]);
+    // The eviction undone: it counts again.
+    s.update_on_node(victim, TaskStatus::Running);
+    f.on_allocate(&s, victim);
+    expect(answers(&f, &s, "p", &["node-a", "node-b"]), &[FAIL, None]);
+}
+
+#[test]
+fn nodes_missing_another_constraints_key_do_not_count() {
+    // node-a2 has a zone but no hostname: with constraints on both keys, its pods count in no
+    // zone, so zone-a holds 0 matching pods, as zone-b does.
+    let mut objs = zoned(&[("node-a1", "zone-a"), ("node-b1", "zone-b")]);
+    objs.nodes.push(
+        node("node-a2")
+            .cpu(8)
+            .mem_gi(16)
+            .label(ZONE, "zone-a")
+            .build(),
+    );
+    objs.pods.push(labelled(
+        "ns",
+        "running",
+        &[("app", "web")],
+        vec![],
+        Some("node-a2"),
+    ));
+    let both = vec![
+        spread(1, ZONE, DO_NOT_SCHEDULE, "web"),
+        spread(1, "kubernetes.io/hostname", DO_NOT_SCHEDULE, "web"),
+    ];
+    objs.pods
+        .push(labelled("ns", "p", &[("app", "web")], both, None));
+    let s = snapshot(&objs);
+    expect(
+        answers(&filter_of(&s), &s, "p", &["node-a1", "node-b1"]),
+        &[None, None],
+    );
+    // With the zone constraint alone, node-a2 counts: zone-a is one ahead.
+    let mut objs = objs.clone();
+    objs.pods.pop();
+    objs.pods.push(labelled(
+        "ns",
+        "p",
+        &[("app", "web")],
+        vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+        None,
+    ));
+    let s = snapshot(&objs);
+    expect(
+        answers(&filter_of(&s), &s, "p", &["node-a1", "node-b1"]),
+        &[FAIL, None],
+    );
+}
+
+#[test]
+fn listed_default_constraints_apply_to_pods_declaring_none() {
+    let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
+    objs.pods.push(labelled(
+        "ns",
+        "running",
+        &[("app", "web")],
+        vec![],
+        Some("node-a"),
+    ));
+    objs.pods
+        .push(labelled("ns", "p", &[("app", "web")], vec![], None));
+    let s = snapshot(&objs);
+    let args: Arguments = match serde_yaml_ng::from_str(
+        "podtopologyspread.defaultingType: List\n\
+         podtopologyspread.defaultConstraints:\n\
+         - maxSkew: 1\n  topologyKey: topology.kubernetes.io/zone\n  \
+         whenUnsatisfiable: DoNotSchedule\n  matchLabelKeys: [app]\n",
+    ) {
+        Ok(map) => Arguments(map),
+        Err(e) => panic!("test arguments do not parse: {e}"),
+    };
+    let f = TopologySpread::new(&args, &s);
+    expect(answers(&f, &s, "p", &["node-a", "node-b"]), &[FAIL, None]);
+    // Under the System defaulting type nothing selects the pod: no constraint applies.
+    expect(
+        answers(&filter_of(&s), &s, "p", &["node-a", "node-b"]),
+        &[None, None],
+    );
+}
