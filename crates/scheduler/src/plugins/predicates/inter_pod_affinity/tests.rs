@@ -695,3 +695,67 @@ fn placements_undos_and_evictions_in_the_session_count() {
     f.on_allocate(&s, old);
     assert_eq!(verdict(&s, &f)[2].1, reason(ANTI_AFFINITY_MISMATCH));
 }
+
+/// Many domains taken: the view looks them up in the index instead of listing them.
+#[test]
+fn many_taken_domains_are_looked_up_rather_than_listed() {
+    let mut objs = cluster().objects();
+    for i in 0..40 {
+        objs.nodes
+            .push(host(&format!("n{i:02}"), Some(&format!("z{i:02}"))));
+    }
+    let guard = || {
+        Some(anti_affinity(vec![term(
+            "app",
+            "In",
+            &["web"],
+            "kubernetes.io/hostname",
+        )]))
+    };
+    for i in 0..30 {
+        let (name, on) = (format!("db-{i}"), format!("n{i:02}"));
+        running(&mut objs, "ns", &name, &on, &[("app", "db")], None);
+        let (name, on) = (format!("guard-{i}"), format!("n{:02}", 39 - i));
+        running(&mut objs, "ns", &name, &on, &[("app", "guard")], guard());
+    }
+    incoming(
+        &mut objs,
+        "ns",
+        &[("app", "web")],
+        Some(anti_affinity(vec![term(
+            "app",
+            "In",
+            &["db"],
+            "kubernetes.io/hostname",
+        )])),
+    );
+    let s = snapshot(&objs);
+    let f = InterPodAffinity::new(&s);
+    let got = verdicts(&s, &f, "incoming");
+    for (i, (name, v)) in got.iter().enumerate() {
+        let want = if i < 30 {
+            Some((ANTI_AFFINITY_MISMATCH.to_string(), false))
+        } else {
+            Some((EXISTING_ANTI_AFFINITY_MISMATCH.to_string(), false))
+        };
+        assert_eq!(v, &want, "{name}");
+    }
+    // Without guard-1 (on n38) and guard-10..guard-19 (on n29..n20, which hold db pods too),
+    // only n38 is freed.
+    let mut fewer = objs.clone();
+    fewer.pods.retain(|p| {
+        !p.metadata
+            .name
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("guard-1")
+    });
+    let s = snapshot(&fewer);
+    let f = InterPodAffinity::new(&s);
+    let free: Vec<String> = verdicts(&s, &f, "incoming")
+        .into_iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(free, ["n38"]);
+}
