@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// Each test file uses some of the shared helpers.
+#[allow(dead_code)]
 mod support;
 
 use std::collections::{BTreeMap, HashSet};

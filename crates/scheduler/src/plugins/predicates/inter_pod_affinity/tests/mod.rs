@@ -4,67 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{
-    Affinity, Namespace, Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
-};
+use k8s_openapi::api::core::v1::{Affinity, Namespace, PodAffinityTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use volcano_api::{Objects, k8s_openapi};
-use volcano_testkit::build::{cluster, gang, node, pod};
+use volcano_testkit::build::{cluster, gang, pod};
+
+pub(in crate::plugins) mod fixtures;
 
 use super::*;
-use crate::cache::{CacheOptions, build_snapshot};
-
-pub(in crate::plugins) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// A term selecting `key <op> values` over `topology`.
-pub(in crate::plugins) fn term(
-    key: &str,
-    op: &str,
-    values: &[&str],
-    topology: &str,
-) -> PodAffinityTerm {
-    PodAffinityTerm {
-        label_selector: Some(LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: key.into(),
-                operator: op.into(),
-                values: Some(values.iter().map(|v| v.to_string()).collect()),
-            }]),
-            ..Default::default()
-        }),
-        topology_key: topology.into(),
-        ..Default::default()
-    }
-}
-
-pub(in crate::plugins) fn affinity(required: Vec<PodAffinityTerm>) -> Affinity {
-    Affinity {
-        pod_affinity: Some(PodAffinity {
-            required_during_scheduling_ignored_during_execution: Some(required),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-pub(in crate::plugins) fn anti_affinity(required: Vec<PodAffinityTerm>) -> Affinity {
-    Affinity {
-        pod_anti_affinity: Some(PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(required),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
+pub(in crate::plugins) use fixtures::*;
 
 fn both(a: Affinity, b: Affinity) -> Affinity {
     Affinity {
@@ -72,82 +20,6 @@ fn both(a: Affinity, b: Affinity) -> Affinity {
         pod_anti_affinity: b.pod_anti_affinity,
         ..Default::default()
     }
-}
-
-pub(in crate::plugins) fn labelled(mut p: Pod, l: &[(&str, &str)], a: Option<Affinity>) -> Pod {
-    p.metadata.labels = Some(labels(l));
-    if let Some(spec) = p.spec.as_mut() {
-        spec.affinity = a;
-    }
-    p
-}
-
-pub(in crate::plugins) fn host(name: &str, zone: Option<&str>) -> Node {
-    let mut b = node(name)
-        .cpu(8)
-        .mem_gi(16)
-        .label("kubernetes.io/hostname", name);
-    if let Some(z) = zone {
-        b = b.label("zone", z);
-    }
-    b.build()
-}
-
-/// Nodes n1 (zone z1), n2 (z1), n3 (z2), n4 (no zone label).
-pub(in crate::plugins) fn four_nodes() -> Objects {
-    let mut objs = cluster().objects();
-    objs.nodes = vec![
-        host("n1", Some("z1")),
-        host("n2", Some("z1")),
-        host("n3", Some("z2")),
-        host("n4", None),
-    ];
-    objs
-}
-
-pub(in crate::plugins) fn running(
-    objs: &mut Objects,
-    ns: &str,
-    name: &str,
-    on: &str,
-    l: &[(&str, &str)],
-    a: Option<Affinity>,
-) {
-    let p = pod(ns, name).cpu_milli(100).on(on).running().build();
-    objs.pods.push(labelled(p, l, a));
-}
-
-/// The pod the verdicts are for: `ns/incoming`, pending in its own group.
-pub(in crate::plugins) fn incoming(
-    objs: &mut Objects,
-    ns: &str,
-    l: &[(&str, &str)],
-    a: Option<Affinity>,
-) {
-    let (pg, _) = gang(ns, "incoming-group").min(1).build();
-    objs.pod_groups.push(pg);
-    let p = pod(ns, "incoming")
-        .cpu_milli(100)
-        .group("incoming-group")
-        .build();
-    objs.pods.push(labelled(p, l, a));
-}
-
-pub(in crate::plugins) fn snapshot(objs: &Objects) -> Snapshot {
-    build_snapshot(objs, &CacheOptions::default()).expect("test objects are valid")
-}
-
-pub(in crate::plugins) fn task(s: &Snapshot, name: &str) -> TaskId {
-    TaskId(
-        s.tasks
-            .iter()
-            .position(|t| t.name == name)
-            .expect("task exists") as u32,
-    )
-}
-
-pub(in crate::plugins) fn node_id(s: &Snapshot, name: &str) -> NodeId {
-    s.node_index[name]
 }
 
 /// Each node's verdict for `name`: `None` when it fits, else the reason and whether it is
