@@ -1,6 +1,7 @@
 //! Inter-pod affinity at scale: one session over 5,000 nodes placing 5,000 pending pods in 500
-//! gangs of 10, each pod anti-affine on `kubernetes.io/hostname` to the pods of its own app,
-//! against the same workload without the rule. Timed, so ignored by default; run with
+//! gangs of 10, each pod anti-affine on `kubernetes.io/hostname` to the pods of its own app
+//! (required, then preferred) or affine to them on a zone, against the same workload without
+//! the rule. Timed, so ignored by default; run with
 //!
 //! `cargo test --release -p volcano-scheduler --test inter_pod_affinity_scale -- --ignored --nocapture`
 
@@ -16,7 +17,7 @@ use std::time::Instant;
 use support::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::{
-    Affinity, PodAffinity, PodAffinityTerm, PodAntiAffinity,
+    Affinity, PodAffinity, PodAffinityTerm, PodAntiAffinity, WeightedPodAffinityTerm,
 };
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use volcano_scheduler::cache::{CacheOptions, build_snapshot};
@@ -33,6 +34,7 @@ enum Rule {
     None,
     AntiAffinity,
     Affinity,
+    PreferredAntiAffinity,
 }
 
 fn objects(rule: Rule) -> Objects {
@@ -71,6 +73,18 @@ fn objects(rule: Rule) -> Objects {
             Rule::AntiAffinity => Some(Affinity {
                 pod_anti_affinity: Some(PodAntiAffinity {
                     required_during_scheduling_ignored_during_execution: Some(vec![term(HOSTNAME)]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            Rule::PreferredAntiAffinity => Some(Affinity {
+                pod_anti_affinity: Some(PodAntiAffinity {
+                    preferred_during_scheduling_ignored_during_execution: Some(vec![
+                        WeightedPodAffinityTerm {
+                            weight: 100,
+                            pod_affinity_term: term(HOSTNAME),
+                        },
+                    ]),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -122,6 +136,11 @@ fn five_thousand_anti_affine_pods_on_five_thousand_nodes() {
             "{pod} shares {node}"
         );
     }
+    let binds = timed(
+        "preferred anti-affinity on hostname",
+        Rule::PreferredAntiAffinity,
+    );
+    assert_eq!(binds.len(), GANGS * GANG_SIZE);
     let binds = timed("affinity on zone", Rule::Affinity);
     assert_eq!(binds.len(), GANGS * GANG_SIZE);
 }
