@@ -212,7 +212,7 @@ impl Selected {
             return;
         }
         let labels = s.task(t).pod.metadata.labels.as_ref();
-        let mut hits: Vec<QueryId> = Vec::new();
+        let mut hits: smallvec::SmallVec<[QueryId; 8]> = smallvec::SmallVec::new();
         self.index.candidates(labels, |q| hits.push(q));
         for q in hits {
             self.count(s, terms, q, t, n, delta);
@@ -246,7 +246,9 @@ impl Selected {
 #[derive(Debug, Default)]
 pub(in crate::plugins) struct Owners {
     /// By term id: the owners' weights by domain.
-    by_term: HashMap<TermId, DomainCounts>,
+    by_term: Vec<DomainCounts>,
+    /// By term id: whether the term is in `index`.
+    filed: Vec<bool>,
     index: LabelIndex<TermId>,
     /// Entries over all terms: zero when no owner is counted anywhere.
     entries: usize,
@@ -259,11 +261,16 @@ impl Owners {
         let Some(d) = terms.domain(key, n) else {
             return;
         };
-        let counts = self.by_term.entry(id).or_insert_with(|| {
+        let i = id as usize;
+        if self.by_term.len() <= i {
+            self.by_term.resize_with(i + 1, DomainCounts::default);
+            self.filed.resize(i + 1, false);
+        }
+        if !self.filed[i] {
+            self.filed[i] = true;
             self.index.insert(id, terms.term(id).required_label());
-            DomainCounts::default()
-        });
-        let change = bump(counts, pair(key, d), weight);
+        }
+        let change = bump(&mut self.by_term[i], pair(key, d), weight);
         self.entries = self.entries.saturating_add_signed(change);
     }
 
@@ -283,20 +290,23 @@ impl Owners {
         mut f: impl FnMut(TermId),
     ) {
         self.index.candidates(labels, |id| {
-            let owned = self.by_term.get(&id).is_some_and(|c| !c.is_empty());
-            if owned && terms.term(id).matches(ns, labels, cluster) {
+            if !self.counts(id).is_empty() && terms.term(id).matches(ns, labels, cluster) {
                 f(id);
             }
         });
     }
 
+    /// The owners' weights of term `id` by domain.
+    #[inline]
+    pub(in crate::plugins) fn counts(&self, id: TermId) -> &DomainCounts {
+        static EMPTY: std::sync::LazyLock<DomainCounts> =
+            std::sync::LazyLock::new(DomainCounts::default);
+        self.by_term.get(id as usize).unwrap_or(&EMPTY)
+    }
+
     /// The owners' weight of term `id` at `at`.
     #[inline]
     pub(in crate::plugins) fn at(&self, id: TermId, at: u64) -> i64 {
-        self.by_term
-            .get(&id)
-            .and_then(|c| c.get(&at))
-            .copied()
-            .unwrap_or(0)
+        self.counts(id).get(&at).copied().unwrap_or(0)
     }
 }

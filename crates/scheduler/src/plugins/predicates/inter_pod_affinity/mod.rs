@@ -22,7 +22,8 @@ use std::cell::RefCell;
 use super::Filter;
 use crate::fit::FitReason;
 use crate::model::{NodeId, Snapshot, TaskId, TaskStatus};
-use index::{Owners, Placed, QueryId, Selected, pair};
+use index::{DomainCounts, Owners, Placed, QueryId, Selected, pair};
+use smallvec::SmallVec;
 use terms::{KeyId, TermId, Terms};
 
 /// kube-scheduler's reason when a node fails the pod's required affinity.
@@ -57,15 +58,60 @@ struct Lazy {
 struct TaskView {
     task: TaskId,
     generation: u64,
-    /// Its affinity terms' topology keys and the query "matches all of them".
-    affinity: Option<(Vec<KeyId>, QueryId)>,
+    /// Where pods matching all its affinity terms are, for each term's topology key.
+    affinity: Option<Vec<(KeyId, Domains)>>,
     /// No pod on a node matches all its affinity terms and it matches them itself: the first
     /// pod of a group with affinity to itself may go to any node with the keys.
     first_of_group: bool,
-    /// Its anti-affinity terms' keys and queries.
-    anti_affinity: Vec<(KeyId, QueryId)>,
-    /// Existing pods' anti-affinity terms that select it.
-    existing: Vec<TermId>,
+    /// Where the pods its anti-affinity terms select are.
+    anti_affinity: Vec<(KeyId, Domains)>,
+    /// Where the existing pods whose anti-affinity terms select it are.
+    existing: Vec<(KeyId, Domains)>,
+}
+
+/// Up to this many domains are copied into a task's view; beyond, the view looks them up in
+/// the index.
+const LISTED_DOMAINS: usize = 16;
+
+/// The domains of one topology key where a count is positive.
+enum Domains {
+    /// Listed, when few.
+    Listed(SmallVec<[u32; 8]>),
+    /// Those of a query's counts.
+    Selected(QueryId),
+    /// Those of an existing term's owners.
+    Owned(TermId),
+}
+
+impl Domains {
+    fn of(counts: &DomainCounts, key: KeyId, or: Domains) -> Domains {
+        if counts.len() > LISTED_DOMAINS {
+            return or;
+        }
+        Domains::Listed(
+            counts
+                .iter()
+                .filter(|&(&at, &c)| (at >> 32) as KeyId == key && c > 0)
+                .map(|(&at, _)| at as u32)
+                .collect(),
+        )
+    }
+
+    fn is_none(&self) -> bool {
+        matches!(self, Domains::Listed(l) if l.is_empty())
+    }
+
+    #[inline]
+    fn contains(&self, selected: &Selected, owners: &Owners, key: KeyId, d: u32) -> bool {
+        match self {
+            Domains::Listed(l) => l.contains(&d),
+            Domains::Selected(q) => selected
+                .counts(*q)
+                .get(&pair(key, d))
+                .is_some_and(|&c| c > 0),
+            Domains::Owned(id) => owners.at(*id, pair(key, d)) > 0,
+        }
+    }
 }
 
 impl InterPodAffinity {
@@ -137,13 +183,33 @@ impl InterPodAffinity {
                     .of_task(t)
                     .is_some_and(|pt| pt.affinity.iter().all(|&id| self.terms.selects(s, id, t)))
         });
+        let affinity = affinity.map(|(keys, q)| {
+            let counts = selected.counts(q);
+            keys.into_iter()
+                .map(|key| (key, Domains::of(counts, key, Domains::Selected(q))))
+                .collect()
+        });
+        let anti_affinity = anti_affinity
+            .into_iter()
+            .map(|(key, q)| {
+                let counts = selected.counts(q);
+                (key, Domains::of(counts, key, Domains::Selected(q)))
+            })
+            .filter(|(_, d)| !d.is_none())
+            .collect();
         let mut existing = Vec::new();
         self.owners.selecting(
             &self.terms,
             &task.namespace,
             task.pod.metadata.labels.as_ref(),
             &s.cluster,
-            |id| existing.push(id),
+            |id| {
+                let key = self.terms.key_of(id);
+                let d = Domains::of(self.owners.counts(id), key, Domains::Owned(id));
+                if !d.is_none() {
+                    existing.push((key, d));
+                }
+            },
         );
         lazy.view = Some(TaskView {
             task: t,
@@ -190,15 +256,15 @@ impl InterPodAffinity {
 
     /// kube-scheduler's three checks, in its order, on one node.
     fn check(&self, view: &TaskView, selected: &Selected, n: NodeId) -> Result<(), FitReason> {
-        if let Some((keys, q)) = &view.affinity {
-            let counts = selected.counts(*q);
+        let owners = &self.owners;
+        if let Some(keys) = &view.affinity {
             let mut pods_exist = true;
-            for &key in keys {
-                let Some(d) = self.terms.domain(key, n) else {
+            for (key, domains) in keys {
+                let Some(d) = self.terms.domain(*key, n) else {
                     // Every topology key of the terms must be on the node.
                     return Err(FitReason::unresolvable(AFFINITY_MISMATCH).depending_on_pods());
                 };
-                if counts.get(&pair(key, d)).is_none_or(|&c| c <= 0) {
+                if !domains.contains(selected, owners, *key, d) {
                     pods_exist = false;
                 }
             }
@@ -206,20 +272,16 @@ impl InterPodAffinity {
                 return Err(FitReason::unresolvable(AFFINITY_MISMATCH).depending_on_pods());
             }
         }
-        for &(key, q) in &view.anti_affinity {
-            if let Some(d) = self.terms.domain(key, n)
-                && selected
-                    .counts(q)
-                    .get(&pair(key, d))
-                    .is_some_and(|&c| c > 0)
+        for (key, domains) in &view.anti_affinity {
+            if let Some(d) = self.terms.domain(*key, n)
+                && domains.contains(selected, owners, *key, d)
             {
                 return Err(FitReason::resolvable(ANTI_AFFINITY_MISMATCH).depending_on_pods());
             }
         }
-        for &id in &view.existing {
-            let key = self.terms.key_of(id);
-            if let Some(d) = self.terms.domain(key, n)
-                && self.owners.at(id, pair(key, d)) > 0
+        for (key, domains) in &view.existing {
+            if let Some(d) = self.terms.domain(*key, n)
+                && domains.contains(selected, owners, *key, d)
             {
                 return Err(
                     FitReason::resolvable(EXISTING_ANTI_AFFINITY_MISMATCH).depending_on_pods()

@@ -4,67 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{
-    Affinity, Namespace, Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
-};
+use k8s_openapi::api::core::v1::{Affinity, Namespace, PodAffinityTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use volcano_api::{Objects, k8s_openapi};
-use volcano_testkit::build::{cluster, gang, node, pod};
+use volcano_testkit::build::{cluster, gang, pod};
+
+pub(in crate::plugins) mod fixtures;
 
 use super::*;
-use crate::cache::{CacheOptions, build_snapshot};
-
-pub(in crate::plugins) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// A term selecting `key <op> values` over `topology`.
-pub(in crate::plugins) fn term(
-    key: &str,
-    op: &str,
-    values: &[&str],
-    topology: &str,
-) -> PodAffinityTerm {
-    PodAffinityTerm {
-        label_selector: Some(LabelSelector {
-            match_expressions: Some(vec![LabelSelectorRequirement {
-                key: key.into(),
-                operator: op.into(),
-                values: Some(values.iter().map(|v| v.to_string()).collect()),
-            }]),
-            ..Default::default()
-        }),
-        topology_key: topology.into(),
-        ..Default::default()
-    }
-}
-
-pub(in crate::plugins) fn affinity(required: Vec<PodAffinityTerm>) -> Affinity {
-    Affinity {
-        pod_affinity: Some(PodAffinity {
-            required_during_scheduling_ignored_during_execution: Some(required),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-pub(in crate::plugins) fn anti_affinity(required: Vec<PodAffinityTerm>) -> Affinity {
-    Affinity {
-        pod_anti_affinity: Some(PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(required),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
+pub(in crate::plugins) use fixtures::*;
 
 fn both(a: Affinity, b: Affinity) -> Affinity {
     Affinity {
@@ -72,82 +20,6 @@ fn both(a: Affinity, b: Affinity) -> Affinity {
         pod_anti_affinity: b.pod_anti_affinity,
         ..Default::default()
     }
-}
-
-pub(in crate::plugins) fn labelled(mut p: Pod, l: &[(&str, &str)], a: Option<Affinity>) -> Pod {
-    p.metadata.labels = Some(labels(l));
-    if let Some(spec) = p.spec.as_mut() {
-        spec.affinity = a;
-    }
-    p
-}
-
-pub(in crate::plugins) fn host(name: &str, zone: Option<&str>) -> Node {
-    let mut b = node(name)
-        .cpu(8)
-        .mem_gi(16)
-        .label("kubernetes.io/hostname", name);
-    if let Some(z) = zone {
-        b = b.label("zone", z);
-    }
-    b.build()
-}
-
-/// Nodes n1 (zone z1), n2 (z1), n3 (z2), n4 (no zone label).
-pub(in crate::plugins) fn four_nodes() -> Objects {
-    let mut objs = cluster().objects();
-    objs.nodes = vec![
-        host("n1", Some("z1")),
-        host("n2", Some("z1")),
-        host("n3", Some("z2")),
-        host("n4", None),
-    ];
-    objs
-}
-
-pub(in crate::plugins) fn running(
-    objs: &mut Objects,
-    ns: &str,
-    name: &str,
-    on: &str,
-    l: &[(&str, &str)],
-    a: Option<Affinity>,
-) {
-    let p = pod(ns, name).cpu_milli(100).on(on).running().build();
-    objs.pods.push(labelled(p, l, a));
-}
-
-/// The pod the verdicts are for: `ns/incoming`, pending in its own group.
-pub(in crate::plugins) fn incoming(
-    objs: &mut Objects,
-    ns: &str,
-    l: &[(&str, &str)],
-    a: Option<Affinity>,
-) {
-    let (pg, _) = gang(ns, "incoming-group").min(1).build();
-    objs.pod_groups.push(pg);
-    let p = pod(ns, "incoming")
-        .cpu_milli(100)
-        .group("incoming-group")
-        .build();
-    objs.pods.push(labelled(p, l, a));
-}
-
-pub(in crate::plugins) fn snapshot(objs: &Objects) -> Snapshot {
-    build_snapshot(objs, &CacheOptions::default()).expect("test objects are valid")
-}
-
-pub(in crate::plugins) fn task(s: &Snapshot, name: &str) -> TaskId {
-    TaskId(
-        s.tasks
-            .iter()
-            .position(|t| t.name == name)
-            .expect("task exists") as u32,
-    )
-}
-
-pub(in crate::plugins) fn node_id(s: &Snapshot, name: &str) -> NodeId {
-    s.node_index[name]
 }
 
 /// Each node's verdict for `name`: `None` when it fits, else the reason and whether it is
@@ -694,4 +566,68 @@ fn placements_undos_and_evictions_in_the_session_count() {
     s.update_on_node(old, TaskStatus::Running);
     f.on_allocate(&s, old);
     assert_eq!(verdict(&s, &f)[2].1, reason(ANTI_AFFINITY_MISMATCH));
+}
+
+/// Many domains taken: the view looks them up in the index instead of listing them.
+#[test]
+fn many_taken_domains_are_looked_up_rather_than_listed() {
+    let mut objs = cluster().objects();
+    for i in 0..40 {
+        objs.nodes
+            .push(host(&format!("n{i:02}"), Some(&format!("z{i:02}"))));
+    }
+    let guard = || {
+        Some(anti_affinity(vec![term(
+            "app",
+            "In",
+            &["web"],
+            "kubernetes.io/hostname",
+        )]))
+    };
+    for i in 0..30 {
+        let (name, on) = (format!("db-{i}"), format!("n{i:02}"));
+        running(&mut objs, "ns", &name, &on, &[("app", "db")], None);
+        let (name, on) = (format!("guard-{i}"), format!("n{:02}", 39 - i));
+        running(&mut objs, "ns", &name, &on, &[("app", "guard")], guard());
+    }
+    incoming(
+        &mut objs,
+        "ns",
+        &[("app", "web")],
+        Some(anti_affinity(vec![term(
+            "app",
+            "In",
+            &["db"],
+            "kubernetes.io/hostname",
+        )])),
+    );
+    let s = snapshot(&objs);
+    let f = InterPodAffinity::new(&s);
+    let got = verdicts(&s, &f, "incoming");
+    for (i, (name, v)) in got.iter().enumerate() {
+        let want = if i < 30 {
+            Some((ANTI_AFFINITY_MISMATCH.to_string(), false))
+        } else {
+            Some((EXISTING_ANTI_AFFINITY_MISMATCH.to_string(), false))
+        };
+        assert_eq!(v, &want, "{name}");
+    }
+    // Without guard-1 (on n38) and guard-10..guard-19 (on n29..n20, which hold db pods too),
+    // only n38 is freed.
+    let mut fewer = objs.clone();
+    fewer.pods.retain(|p| {
+        !p.metadata
+            .name
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("guard-1")
+    });
+    let s = snapshot(&fewer);
+    let f = InterPodAffinity::new(&s);
+    let free: Vec<String> = verdicts(&s, &f, "incoming")
+        .into_iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(free, ["n38"]);
 }
