@@ -1,6 +1,7 @@
 //! Why a task fits on no node: a histogram of per-node reasons, with the numbers a person needs
 //! to act (how much was asked, the most any node had free).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::resource::{Dims, Resource};
@@ -8,8 +9,9 @@ use crate::resource::{Dims, Resource};
 /// A reason a node rejected a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FitReason {
-    /// Human text, e.g. `node(s) had untolerated taint {gpu: reserved}`.
-    pub reason: String,
+    /// Human text, e.g. `node(s) had untolerated taint {gpu: reserved}`; borrowed when fixed,
+    /// so rejecting a node allocates nothing.
+    pub reason: Cow<'static, str>,
     /// Whether preemption cannot help on this node (Kubernetes' UnschedulableAndUnresolvable).
     pub unresolvable: bool,
     /// Whether the answer depends on where other pods are, so a later placement or an undone
@@ -19,7 +21,7 @@ pub struct FitReason {
 
 impl FitReason {
     /// A reason preemption might resolve.
-    pub fn resolvable(reason: impl Into<String>) -> Self {
+    pub fn resolvable(reason: impl Into<Cow<'static, str>>) -> Self {
         FitReason {
             reason: reason.into(),
             unresolvable: false,
@@ -28,7 +30,7 @@ impl FitReason {
     }
 
     /// A reason preemption cannot resolve.
-    pub fn unresolvable(reason: impl Into<String>) -> Self {
+    pub fn unresolvable(reason: impl Into<Cow<'static, str>>) -> Self {
         FitReason {
             reason: reason.into(),
             unresolvable: true,

@@ -1,6 +1,7 @@
 //! Finding the nodes a task fits on, and choosing the best of them (Volcano's
 //! `PredicateNodes`, `PrioritizeNodes` and `SelectBestNode`), deterministically.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::fit::FitErrors;
@@ -31,7 +32,7 @@ pub fn num_feasible_nodes_to_find(n: usize, percentage: Option<u8>) -> usize {
 #[derive(Default)]
 pub struct PredicateCache {
     enabled: bool,
-    failed: HashMap<(JobId, String), HashMap<NodeId, String>>,
+    failed: HashMap<(JobId, String), HashMap<NodeId, Cow<'static, str>>>,
 }
 
 impl PredicateCache {
@@ -103,7 +104,7 @@ impl NodeFinder {
                 continue;
             }
             let reason = if s.node_out_of_sync(nid) {
-                Some("node(s) out of sync: their pods need more than they have".to_string())
+                Some(Cow::Borrowed("node(s) out of sync: their pods need more than they have"))
             } else if check == ResourceCheck::FutureIdle && !s.fits_future_idle(&req, nid) {
                 let node = s.node(nid);
                 // Volcano names only the first short resource per node.
@@ -120,13 +121,13 @@ impl NodeFinder {
                 );
                 if let Some(k) = &key {
                     let r = format!("Insufficient {}", s.dims.name(short));
-                    cache.failed.entry(k.clone()).or_default().insert(nid, r);
+                    cache.failed.entry(k.clone()).or_default().insert(nid, r.into());
                 }
                 continue;
             } else if check == ResourceCheck::PodSlot
                 && s.node(nid).idle.get(PODS_DIM) < task.resreq.get(PODS_DIM)
             {
-                Some("node(s) pod number exceeded".to_string())
+                Some(Cow::Borrowed("node(s) pod number exceeded"))
             } else {
                 match ssn.predicate(t, nid) {
                     Ok(()) => None,

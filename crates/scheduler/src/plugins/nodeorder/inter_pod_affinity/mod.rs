@@ -20,9 +20,11 @@ use crate::plugins::predicates::inter_pod_affinity::index::{
 };
 use crate::plugins::predicates::inter_pod_affinity::terms::{KeyId, Terms};
 
-/// kube-scheduler's `hardPodAffinityWeight` default: what an existing pod's required affinity
-/// term adds where it runs, for a pod it selects.
-pub const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
+/// What an existing pod's required affinity term adds where it runs, for a pod it selects
+/// (kube-scheduler's `hardPodAffinityWeight`). Volcano builds the plugin's arguments without
+/// kube's defaulting, so the weight is 0 there (kube-scheduler's own default is 1); volcano-rs
+/// scores as Volcano does.
+pub const HARD_POD_AFFINITY_WEIGHT: i64 = 0;
 
 const MAX_NODE_SCORE: i64 = 100;
 
@@ -65,9 +67,11 @@ impl PodAffinityScore {
         let Some(pt) = self.terms.of_task(t) else {
             return;
         };
-        for &id in &pt.affinity {
-            self.owners
-                .add(&self.terms, id, n, sign * HARD_POD_AFFINITY_WEIGHT);
+        if HARD_POD_AFFINITY_WEIGHT != 0 {
+            for &id in &pt.affinity {
+                self.owners
+                    .add(&self.terms, id, n, sign * HARD_POD_AFFINITY_WEIGHT);
+            }
         }
         for &(id, w) in &pt.preferred_affinity {
             self.owners.add(&self.terms, id, n, sign * w);

@@ -117,7 +117,7 @@ fn existing_pods_terms_that_select_the_pod_score_where_they_run() {
         &[("app", "friend")],
         Some(preferred(4, term("app", "In", &["web"], "zone"))),
     );
-    // Requires pods like it on its host (+1 on n1, the hard weight).
+    // Requires pods like it on its host: nothing, as Volcano's hard weight is 0.
     running(
         &mut objs,
         "ns",
@@ -141,8 +141,8 @@ fn existing_pods_terms_that_select_the_pod_score_where_they_run() {
         Some(preferred_anti(2, term("app", "In", &["web"], "zone"))),
     );
     incoming(&mut objs, "ns", &[("app", "web")], None);
-    // Raw -1, -2, 4, 0 over a spread of 6: 16, 0, 100, 33.
-    assert_eq!(scores(&objs), [39.0, 7.0, 207.0, 73.0]);
+    // Raw -2, -2, 4, 0 over a spread of 6: 0, 0, 100, 33.
+    assert_eq!(scores(&objs), [7.0, 7.0, 207.0, 73.0]);
 }
 
 #[test]

@@ -35,7 +35,7 @@ fn verdicts(
         .map(|n| {
             let v = f.filter(s, t, n).err().map(|e| {
                 assert!(e.depends_on_pods, "{} must not be cached", e.reason);
-                (e.reason, e.unresolvable)
+                (e.reason.into_owned(), e.unresolvable)
             });
             (s.node(n).name.clone(), v)
         })
