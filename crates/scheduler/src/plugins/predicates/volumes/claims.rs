@@ -335,3 +335,140 @@ fn fits_statically(
         .flatten()
         .all(|m| modes.contains(m))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use volcano_api::Objects;
+    use volcano_api::k8s_openapi::api::core::v1::{
+        PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec,
+        PodSpec, Volume, VolumeResourceRequirements,
+    };
+    use volcano_api::k8s_openapi::api::storage::v1::StorageClass;
+    use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    const ALL: Enabled = Enabled {
+        limits: true,
+        binding: true,
+        zone: true,
+    };
+
+    fn size(s: &str) -> BTreeMap<String, Quantity> {
+        [("storage".to_string(), Quantity(s.to_string()))].into()
+    }
+
+    fn pod(claim: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                volumes: Some(vec![Volume {
+                    name: "v".into(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: claim.into(),
+                        read_only: None,
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn claim(class: &str, request: &str) -> PersistentVolumeClaim {
+        PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some("data".into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec {
+                storage_class_name: Some(class.into()),
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some(size(request)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn pv(name: &str, class: &str, capacity: &str, modes: &[&str]) -> PersistentVolume {
+        PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                storage_class_name: Some(class.into()),
+                capacity: Some(size(capacity)),
+                access_modes: Some(modes.iter().map(|m| m.to_string()).collect()),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn class(name: &str, mode: &str) -> StorageClass {
+        StorageClass {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            provisioner: NO_PROVISIONER_FOR_TESTS.into(),
+            volume_binding_mode: Some(mode.into()),
+            ..Default::default()
+        }
+    }
+
+    const NO_PROVISIONER_FOR_TESTS: &str = "kubernetes.io/no-provisioner";
+
+    #[test]
+    fn a_missing_claim_is_named_as_the_api_server_names_it() {
+        let cat = StorageCatalog::of(&Objects::default());
+        let v = pod_volumes(&cat, &pod("data"), ALL);
+        assert_eq!(
+            v.pre.map(|e| (e.reason, e.unresolvable)),
+            Some(("persistentvolumeclaim \"data\" not found".to_string(), true))
+        );
+    }
+
+    #[test]
+    fn an_unbound_claim_of_an_immediate_class_waits_for_the_pv_controller() {
+        let cat = StorageCatalog::of(&Objects {
+            persistent_volume_claims: vec![claim("fast", "1Gi")],
+            storage_classes: vec![class("fast", "Immediate")],
+            ..Default::default()
+        });
+        let v = pod_volumes(&cat, &pod("data"), ALL);
+        assert_eq!(v.pre.map(|e| e.reason).as_deref(), Some(UNBOUND_IMMEDIATE));
+    }
+
+    #[test]
+    fn candidates_are_the_large_enough_free_volumes_of_the_class_smallest_first() {
+        let cat = StorageCatalog::of(&Objects {
+            persistent_volume_claims: vec![claim("local", "5Gi")],
+            storage_classes: vec![class("local", WAIT_FOR_FIRST_CONSUMER)],
+            persistent_volumes: vec![
+                pv("big", "local", "50Gi", &["ReadWriteOnce"]),
+                pv("small", "local", "10Gi", &["ReadWriteOnce", "ReadOnlyMany"]),
+                pv("too-small", "local", "1Gi", &["ReadWriteOnce"]),
+                pv("wrong-mode", "local", "10Gi", &["ReadOnlyMany"]),
+                pv("other-class", "slow", "10Gi", &["ReadWriteOnce"]),
+            ],
+            ..Default::default()
+        });
+        let v = pod_volumes(&cat, &pod("data"), ALL);
+        assert!(v.pre.is_none());
+        assert_eq!(v.unbound.len(), 1);
+        assert_eq!(v.unbound[0].candidates, ["small", "big"]);
+    }
+}

@@ -59,3 +59,78 @@ pub(super) fn check(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use volcano_api::Objects;
+    use volcano_api::k8s_openapi::api::core::v1::PersistentVolume;
+    use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn labelled(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn catalog(pv_labels: &[(&str, &str)]) -> StorageCatalog {
+        StorageCatalog::of(&Objects {
+            persistent_volumes: vec![PersistentVolume {
+                metadata: ObjectMeta {
+                    name: Some("pv".into()),
+                    labels: labelled(pv_labels),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    }
+
+    fn node(labels: &[(&str, &str)]) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                labels: labelled(labels),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn fits(pv: &[(&str, &str)], n: &[(&str, &str)]) -> bool {
+        check(&catalog(pv), &["pv".to_string()], &node(n)).is_ok()
+    }
+
+    #[test]
+    fn a_zoned_volume_fits_only_nodes_of_its_zone() {
+        let zone = "topology.kubernetes.io/zone";
+        assert!(fits(&[(zone, "a")], &[(zone, "a")]));
+        assert!(!fits(&[(zone, "a")], &[(zone, "b")]));
+        // A volume listing several zones fits a node in any of them.
+        assert!(fits(&[(zone, "a__b")], &[(zone, "b")]));
+        // A node with no topology label at all is a single-zone cluster's node.
+        assert!(fits(&[(zone, "a")], &[("other", "x")]));
+        // A node labelled with a region but not the volume's zone key does not fit.
+        assert!(!fits(
+            &[(zone, "a")],
+            &[("topology.kubernetes.io/region", "r")]
+        ));
+    }
+
+    #[test]
+    fn a_beta_zone_label_on_the_volume_matches_the_ga_label_on_the_node() {
+        assert!(fits(
+            &[("failure-domain.beta.kubernetes.io/zone", "a")],
+            &[("topology.kubernetes.io/zone", "a")]
+        ));
+        assert!(!fits(
+            &[("failure-domain.beta.kubernetes.io/zone", "a")],
+            &[("topology.kubernetes.io/zone", "b")]
+        ));
+    }
+}
