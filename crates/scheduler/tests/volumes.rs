@@ -463,3 +463,56 @@ fn pods_sharing_one_volume_attach_it_once() {
     assert_eq!(bound_node(&d, "ns", "one-0").as_deref(), Some("n1"));
     assert_eq!(bound_node(&d, "ns", "two-0").as_deref(), Some("n1"));
 }
+
+#[test]
+fn preemption_frees_a_csi_attachment_for_a_higher_priority_pod() {
+    let mut objs = cluster()
+        .with(queue("q1").weight(1))
+        .with(priority_class("low", 10))
+        .with(priority_class("high", 1000))
+        .with(node("n1").cpu(8).mem_gi(16).max_pods(110))
+        .with(
+            gang("ns", "victim")
+                .queue("q1")
+                .priority_class("low")
+                .pods(1, 1000, GI),
+        )
+        .with(
+            gang("ns", "urgent")
+                .queue("q1")
+                .priority_class("high")
+                .pods(1, 1000, GI),
+        )
+        .objects();
+    for pg in &mut objs.pod_groups {
+        let phase = match pg.metadata.name.as_deref() {
+            Some("victim") => "Running",
+            _ => "Inqueue",
+        };
+        pg.status = Some(volcano_api::scheduling::PodGroupStatus {
+            phase: phase.to_string(),
+            ..Default::default()
+        });
+    }
+    let victim = objs
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some("victim-0"))
+        .unwrap();
+    victim.spec.as_mut().unwrap().node_name = Some("n1".to_string());
+    victim.status.as_mut().unwrap().phase = Some("Running".to_string());
+    objs.csi_nodes.push(csi_limit("n1", 1));
+    objs.persistent_volumes.extend([
+        volume("pv1", "local", "10Gi", None),
+        volume("pv2", "local", "10Gi", None),
+    ]);
+    objs.persistent_volume_claims.extend([
+        claim("ns", "c1", "local", "10Gi", Some("pv1")),
+        claim("ns", "c2", "local", "10Gi", Some("pv2")),
+    ]);
+    mount(&mut objs, "ns", "victim-0", "c1");
+    mount(&mut objs, "ns", "urgent-0", "c2");
+    let d = run_session_n(&objs, &conf(volcano_testkit::conf::evicting()), 1);
+    // Only the attachment limit keeps the urgent pod off n1: evicting the victim frees it.
+    assert_eq!(d.evictions, [key("ns", "victim-0")]);
+}

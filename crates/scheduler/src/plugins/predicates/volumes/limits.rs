@@ -106,3 +106,32 @@ impl Attachments {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vols(names: &[&str]) -> Vec<(String, String)> {
+        names
+            .iter()
+            .map(|n| ("d".to_string(), format!("d/{n}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_volume_shared_by_pods_is_attached_once_and_detached_with_the_last() {
+        let mut a = Attachments::default();
+        let n = NodeId(0);
+        a.add(TaskId(1), n, &vols(&["x"]));
+        a.add(TaskId(2), n, &vols(&["x", "y"]));
+        let count = |a: &Attachments| a.nodes[&n].per_driver.get("d").copied();
+        assert_eq!(count(&a), Some(2));
+        a.remove(TaskId(2), &vols(&["x", "y"]));
+        assert_eq!(count(&a), Some(1));
+        // Removing a task twice (evicted, then its placement undone) changes nothing more.
+        a.remove(TaskId(2), &vols(&["x", "y"]));
+        assert_eq!(count(&a), Some(1));
+        a.remove(TaskId(1), &vols(&["x"]));
+        assert_eq!(count(&a), Some(0));
+    }
+}
