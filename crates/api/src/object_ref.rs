@@ -28,6 +28,16 @@ pub enum ObjectKind {
     PriorityClass,
     /// `bus.volcano.sh` Command.
     Command,
+    /// `v1` Namespace.
+    Namespace,
+    /// `v1` PersistentVolume.
+    PersistentVolume,
+    /// `v1` PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// `storage.k8s.io` StorageClass.
+    StorageClass,
+    /// `storage.k8s.io` CSINode.
+    CSINode,
 }
 
 impl ObjectKind {
@@ -41,6 +51,11 @@ impl ObjectKind {
             ObjectKind::Job => "Job",
             ObjectKind::PriorityClass => "PriorityClass",
             ObjectKind::Command => "Command",
+            ObjectKind::Namespace => "Namespace",
+            ObjectKind::PersistentVolume => "PersistentVolume",
+            ObjectKind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            ObjectKind::StorageClass => "StorageClass",
+            ObjectKind::CSINode => "CSINode",
         }
     }
 
@@ -54,6 +69,11 @@ impl ObjectKind {
             "Job" => ObjectKind::Job,
             "PriorityClass" => ObjectKind::PriorityClass,
             "Command" => ObjectKind::Command,
+            "Namespace" => ObjectKind::Namespace,
+            "PersistentVolume" => ObjectKind::PersistentVolume,
+            "PersistentVolumeClaim" => ObjectKind::PersistentVolumeClaim,
+            "StorageClass" => ObjectKind::StorageClass,
+            "CSINode" => ObjectKind::CSINode,
             _ => return None,
         })
     }
@@ -62,7 +82,13 @@ impl ObjectKind {
     pub fn namespaced(self) -> bool {
         !matches!(
             self,
-            ObjectKind::Node | ObjectKind::Queue | ObjectKind::PriorityClass
+            ObjectKind::Node
+                | ObjectKind::Queue
+                | ObjectKind::PriorityClass
+                | ObjectKind::Namespace
+                | ObjectKind::PersistentVolume
+                | ObjectKind::StorageClass
+                | ObjectKind::CSINode
         )
     }
 }
@@ -182,6 +208,22 @@ mod tests {
         assert_eq!(pod.to_string(), "Pod default/p");
         let node = ObjectRef::of(ObjectKind::Node, &meta(Some("ignored"), "n1"));
         assert_eq!(node.to_string(), "Node n1");
+    }
+
+    #[test]
+    fn claims_live_in_a_namespace_and_volumes_classes_csinodes_namespaces_do_not() {
+        let claim = ObjectRef::of(ObjectKind::PersistentVolumeClaim, &meta(None, "c"));
+        assert_eq!(claim.to_string(), "PersistentVolumeClaim default/c");
+        for kind in [
+            ObjectKind::Namespace,
+            ObjectKind::PersistentVolume,
+            ObjectKind::StorageClass,
+            ObjectKind::CSINode,
+        ] {
+            let obj = ObjectRef::of(kind, &meta(Some("ignored"), "x"));
+            assert_eq!(obj.to_string(), format!("{kind} x"));
+            assert_eq!(ObjectKind::from_name(kind.as_str()), Some(kind));
+        }
     }
 
     #[test]

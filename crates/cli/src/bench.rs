@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use volcano_scheduler::conf::SchedulerConf;
+use volcano_sim::bench::constraint::Constraint;
 use volcano_sim::bench::{self, BenchReport, BenchSpec};
 
 use crate::{Failure, Format};
@@ -34,6 +35,11 @@ pub struct BenchArgs {
     /// Most sessions to run (they stop earlier once nothing is pending or nothing was bound).
     #[arg(long, default_value_t = 100)]
     pub max_sessions: u32,
+    /// A placement rule every pending pod carries: pod-anti-affinity (to its own job on the
+    /// hostname), pod-affinity (to its own job on the zone), topology-spread (its job over
+    /// zones, maxSkew 1) or host-port (8080). Nodes get 10 zones for the zone rules.
+    #[arg(long, value_parser = parse_constraint)]
+    pub constraint: Option<Constraint>,
     /// Scheduler configuration (volcano-scheduler.conf, or a ConfigMap holding one); the
     /// built-in default when absent.
     #[arg(long)]
@@ -41,6 +47,14 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Format,
+}
+
+/// Reads `--constraint`'s value, naming the rules there are when it is none of them.
+fn parse_constraint(name: &str) -> Result<Constraint, String> {
+    Constraint::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = Constraint::ALL.iter().map(|c| c.name()).collect();
+        format!("no constraint '{name}'; one of: {}", names.join(", "))
+    })
 }
 
 /// Runs `volcano bench`.
@@ -64,6 +78,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         gpu: args.gpu,
         seed: args.seed,
         max_sessions: args.max_sessions,
+        constraint: args.constraint,
     };
     let report = bench::run(&spec, &conf).map_err(|e| Failure::Internal(e.into()))?;
     crate::output::print_report(args.output, &report, text)
@@ -75,6 +90,9 @@ fn text(r: &BenchReport) -> String {
         "workload: {} nodes, {} pending jobs of {} pods, {} running pods, {} queues, GPU share {}, seed {}\n",
         s.nodes, s.jobs, s.gang, s.running, s.queues, s.gpu, s.seed
     );
+    if let Some(c) = s.constraint {
+        out += &format!("constraint: {} on every pending pod\n", c.name());
+    }
     out += &format!(
         "bound {} pods ({} left pending), {} jobs whole, in {} sessions\n",
         r.pods_bound, r.pods_left_pending, r.jobs_placed, r.sessions

@@ -140,8 +140,9 @@ impl ControllerManager {
         }
     }
 
-    /// Feeds one watch event to the controllers that care. Nodes and priority classes are
-    /// not followed, nor a Command changed or deleted: only its appearance asks for work.
+    /// Feeds one watch event to the controllers that care. Nodes, priority classes,
+    /// namespaces and storage objects are not followed, nor a Command changed or deleted: only
+    /// its appearance asks for work.
     pub fn observe(&mut self, event: &WatchEvent, view: &ClusterView<'_>) {
         match event {
             WatchEvent::Job(old, new) => self.jobs.on_job(old.as_deref(), new.as_deref()),
@@ -160,7 +161,14 @@ impl ControllerManager {
             }
             WatchEvent::Queue(old, new) => self.queues.on_queue(old.as_deref(), new.as_deref()),
             WatchEvent::Command(None, Some(c)) => self.on_command(c),
-            WatchEvent::Command(..) | WatchEvent::Node(..) | WatchEvent::PriorityClass(..) => {}
+            WatchEvent::Command(..)
+            | WatchEvent::Node(..)
+            | WatchEvent::PriorityClass(..)
+            | WatchEvent::Namespace(..)
+            | WatchEvent::PersistentVolume(..)
+            | WatchEvent::PersistentVolumeClaim(..)
+            | WatchEvent::StorageClass(..)
+            | WatchEvent::CSINode(..) => {}
         }
     }
 

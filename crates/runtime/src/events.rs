@@ -20,7 +20,12 @@ fn api_version(kind: ObjectKind) -> &'static str {
         ObjectKind::PodGroup | ObjectKind::Queue => "scheduling.volcano.sh/v1beta1",
         ObjectKind::Command => "bus.volcano.sh/v1alpha1",
         ObjectKind::PriorityClass => "scheduling.k8s.io/v1",
-        ObjectKind::Pod | ObjectKind::Node => "v1",
+        ObjectKind::StorageClass | ObjectKind::CSINode => "storage.k8s.io/v1",
+        ObjectKind::Pod
+        | ObjectKind::Node
+        | ObjectKind::Namespace
+        | ObjectKind::PersistentVolume
+        | ObjectKind::PersistentVolumeClaim => "v1",
     }
 }
 

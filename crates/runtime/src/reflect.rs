@@ -20,8 +20,11 @@ use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
 use volcano_api::custom_resource;
-use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
+use volcano_api::k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
+use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::scheduling::{PodGroup, Queue};
 
 use crate::mirror::{Kind, Update};
@@ -161,6 +164,15 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             Kind::Job => spawn::<Job>(client, tx, Update::Job),
             Kind::PriorityClass => spawn::<PriorityClass>(client, tx, Update::PriorityClass),
             Kind::Command => spawn::<Command>(client, tx, Update::Command),
+            Kind::Namespace => spawn::<Namespace>(client, tx, Update::Namespace),
+            Kind::PersistentVolume => {
+                spawn::<PersistentVolume>(client, tx, Update::PersistentVolume)
+            }
+            Kind::PersistentVolumeClaim => {
+                spawn::<PersistentVolumeClaim>(client, tx, Update::PersistentVolumeClaim)
+            }
+            Kind::StorageClass => spawn::<StorageClass>(client, tx, Update::StorageClass),
+            Kind::CSINode => spawn::<CSINode>(client, tx, Update::CSINode),
         })
         .collect()
 }

@@ -93,6 +93,11 @@ impl SchedulingCycle {
             WatchEvent::Queue(old, new) => cache.queue_changed(old.as_deref(), new.as_deref()),
             WatchEvent::Node(old, new) => cache.node_changed(old.as_deref(), new.as_deref()),
             WatchEvent::PriorityClass(..) => cache.priority_class_changed(),
+            WatchEvent::Namespace(..)
+            | WatchEvent::PersistentVolume(..)
+            | WatchEvent::PersistentVolumeClaim(..)
+            | WatchEvent::StorageClass(..)
+            | WatchEvent::CSINode(..) => cache.cluster_object_changed(),
             WatchEvent::Job(..) | WatchEvent::Command(..) => {}
         }
     }
@@ -192,7 +197,14 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         ObjectKind::Node => drop_from(&mut objs.nodes, key, |o| &o.metadata),
         ObjectKind::PodGroup => drop_from(&mut objs.pod_groups, key, |o| &o.metadata),
         ObjectKind::Queue => drop_from(&mut objs.queues, key, |o| &o.metadata),
-        ObjectKind::Job | ObjectKind::PriorityClass | ObjectKind::Command => false,
+        ObjectKind::Job
+        | ObjectKind::PriorityClass
+        | ObjectKind::Command
+        | ObjectKind::Namespace
+        | ObjectKind::PersistentVolume
+        | ObjectKind::PersistentVolumeClaim
+        | ObjectKind::StorageClass
+        | ObjectKind::CSINode => false,
     }
 }
 

@@ -60,6 +60,13 @@ pub(super) fn decode(document: RawDocument) -> Result<Option<Decoded>, LoadError
         Kind::Command => Object::Command(Box::new(typed(&site, value)?)),
         Kind::PriorityClass => Object::PriorityClass(Box::new(typed(&site, value)?)),
         Kind::ConfigMap => Object::ConfigMap(Box::new(typed(&site, value)?)),
+        Kind::Namespace => Object::Namespace(Box::new(typed(&site, value)?)),
+        Kind::PersistentVolume => Object::PersistentVolume(Box::new(typed(&site, value)?)),
+        Kind::PersistentVolumeClaim => {
+            Object::PersistentVolumeClaim(Box::new(typed(&site, value)?))
+        }
+        Kind::StorageClass => Object::StorageClass(Box::new(typed(&site, value)?)),
+        Kind::CSINode => Object::CSINode(Box::new(typed(&site, value)?)),
     };
     let key = normalize_metadata(kind, &site, object.metadata_mut())?;
     let site = Site::object(site.source().clone(), &key);

@@ -105,6 +105,11 @@ impl Builder {
             Object::Job(o) => objects.jobs.push(*o),
             Object::Command(o) => objects.commands.push(*o),
             Object::PriorityClass(o) => objects.priority_classes.push(*o),
+            Object::Namespace(o) => objects.namespaces.push(*o),
+            Object::PersistentVolume(o) => objects.persistent_volumes.push(*o),
+            Object::PersistentVolumeClaim(o) => objects.persistent_volume_claims.push(*o),
+            Object::StorageClass(o) => objects.storage_classes.push(*o),
+            Object::CSINode(o) => objects.csi_nodes.push(*o),
             Object::ConfigMap(cm) => {
                 let field = format!("data.{}", keys::SCHEDULER_CONF_KEY);
                 if let Some(first) = &self.scenario.scheduler_conf {

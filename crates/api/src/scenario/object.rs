@@ -1,8 +1,11 @@
 //! The kinds a scenario may hold and a typed object of any of them: what [`decode`](super::decode)
 //! produces and [`validate`](super::validate) checks, below both.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
@@ -28,10 +31,20 @@ pub(super) enum Kind {
     PriorityClass,
     /// `v1` ConfigMap carrying the scheduler configuration.
     ConfigMap,
+    /// `v1` Namespace.
+    Namespace,
+    /// `v1` PersistentVolume.
+    PersistentVolume,
+    /// `v1` PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// `storage.k8s.io/v1` StorageClass.
+    StorageClass,
+    /// `storage.k8s.io/v1` CSINode.
+    CSINode,
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 8] = [
+pub(super) const KINDS: [Kind; 13] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -40,11 +53,17 @@ pub(super) const KINDS: [Kind; 8] = [
     Kind::Command,
     Kind::PriorityClass,
     Kind::ConfigMap,
+    Kind::Namespace,
+    Kind::PersistentVolume,
+    Kind::PersistentVolumeClaim,
+    Kind::StorageClass,
+    Kind::CSINode,
 ];
 
 /// What an error about an unknown kind says a scenario may hold.
-pub(super) const KNOWN_KINDS: &str =
-    "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, PriorityClass and ConfigMap";
+pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
+     PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass \
+     and CSINode";
 
 impl Kind {
     /// The `kind` field's value.
@@ -58,12 +77,23 @@ impl Kind {
             Kind::Command => "Command",
             Kind::PriorityClass => "PriorityClass",
             Kind::ConfigMap => "ConfigMap",
+            Kind::Namespace => "Namespace",
+            Kind::PersistentVolume => "PersistentVolume",
+            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Kind::StorageClass => "StorageClass",
+            Kind::CSINode => "CSINode",
         }
     }
 
     pub(super) fn api_version(self) -> &'static str {
         match self {
-            Kind::Node | Kind::Pod | Kind::ConfigMap => "v1",
+            Kind::Node
+            | Kind::Pod
+            | Kind::ConfigMap
+            | Kind::Namespace
+            | Kind::PersistentVolume
+            | Kind::PersistentVolumeClaim => "v1",
+            Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
             Kind::Job => "batch.volcano.sh/v1alpha1",
             Kind::Command => "bus.volcano.sh/v1alpha1",
@@ -74,7 +104,12 @@ impl Kind {
     pub(super) fn namespaced(self) -> bool {
         matches!(
             self,
-            Kind::Pod | Kind::PodGroup | Kind::Job | Kind::Command | Kind::ConfigMap
+            Kind::Pod
+                | Kind::PodGroup
+                | Kind::Job
+                | Kind::Command
+                | Kind::ConfigMap
+                | Kind::PersistentVolumeClaim
         )
     }
 
@@ -104,6 +139,16 @@ pub(super) enum Object {
     PriorityClass(Box<PriorityClass>),
     /// A ConfigMap.
     ConfigMap(Box<ConfigMap>),
+    /// A namespace.
+    Namespace(Box<Namespace>),
+    /// A PersistentVolume.
+    PersistentVolume(Box<PersistentVolume>),
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    /// A StorageClass.
+    StorageClass(Box<StorageClass>),
+    /// A CSINode.
+    CSINode(Box<CSINode>),
 }
 
 impl Object {
@@ -118,6 +163,11 @@ impl Object {
             Object::Command(o) => &mut o.metadata,
             Object::PriorityClass(o) => &mut o.metadata,
             Object::ConfigMap(o) => &mut o.metadata,
+            Object::Namespace(o) => &mut o.metadata,
+            Object::PersistentVolume(o) => &mut o.metadata,
+            Object::PersistentVolumeClaim(o) => &mut o.metadata,
+            Object::StorageClass(o) => &mut o.metadata,
+            Object::CSINode(o) => &mut o.metadata,
         }
     }
 }

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
+    ResourceRequirements,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::LoadError;
@@ -23,7 +26,13 @@ pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
         Object::Queue(queue) => self::queue(site, queue),
         Object::Job(job) => self::job(site, job),
         Object::ConfigMap(cm) => config_map(site, cm),
-        Object::Command(_) | Object::PriorityClass(_) => Ok(()),
+        Object::PersistentVolume(pv) => persistent_volume(site, pv),
+        Object::PersistentVolumeClaim(pvc) => persistent_volume_claim(site, pvc),
+        Object::Command(_)
+        | Object::PriorityClass(_)
+        | Object::Namespace(_)
+        | Object::StorageClass(_)
+        | Object::CSINode(_) => Ok(()),
     }
 }
 
@@ -45,6 +54,22 @@ fn node_quantities(site: &Site, node: &Node) -> Result<(), LoadError> {
     };
     quantities(site, "status.allocatable", status.allocatable.as_ref())?;
     quantities(site, "status.capacity", status.capacity.as_ref())
+}
+
+/// A volume's size must parse: the volume binder compares it with what claims request.
+fn persistent_volume(site: &Site, pv: &PersistentVolume) -> Result<(), LoadError> {
+    let capacity = pv.spec.as_ref().and_then(|s| s.capacity.as_ref());
+    quantities(site, "spec.capacity", capacity)
+}
+
+/// A claim's request must parse: the volume binder matches it against volumes' capacity.
+fn persistent_volume_claim(site: &Site, pvc: &PersistentVolumeClaim) -> Result<(), LoadError> {
+    if let Some(resources) = pvc.spec.as_ref().and_then(|s| s.resources.as_ref()) {
+        quantities(site, "spec.resources.requests", resources.requests.as_ref())?;
+        quantities(site, "spec.resources.limits", resources.limits.as_ref())?;
+    }
+    let capacity = pvc.status.as_ref().and_then(|s| s.capacity.as_ref());
+    quantities(site, "status.capacity", capacity)
 }
 
 fn pod_quantities(site: &Site, pod: &Pod) -> Result<(), LoadError> {

@@ -1,7 +1,8 @@
 //! A change to one object, with the object before and after, as a watch delivers it.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
@@ -28,6 +29,19 @@ pub enum WatchEvent {
     PriorityClass(Option<Box<PriorityClass>>, Option<Box<PriorityClass>>),
     /// A bus Command.
     Command(Option<Box<Command>>, Option<Box<Command>>),
+    /// A namespace.
+    Namespace(Option<Box<Namespace>>, Option<Box<Namespace>>),
+    /// A PersistentVolume.
+    PersistentVolume(Option<Box<PersistentVolume>>, Option<Box<PersistentVolume>>),
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim(
+        Option<Box<PersistentVolumeClaim>>,
+        Option<Box<PersistentVolumeClaim>>,
+    ),
+    /// A StorageClass.
+    StorageClass(Option<Box<StorageClass>>, Option<Box<StorageClass>>),
+    /// A CSINode.
+    CSINode(Option<Box<CSINode>>, Option<Box<CSINode>>),
 }
 
 fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
@@ -46,6 +60,11 @@ impl WatchEvent {
             WatchEvent::Job(..) => ObjectKind::Job,
             WatchEvent::PriorityClass(..) => ObjectKind::PriorityClass,
             WatchEvent::Command(..) => ObjectKind::Command,
+            WatchEvent::Namespace(..) => ObjectKind::Namespace,
+            WatchEvent::PersistentVolume(..) => ObjectKind::PersistentVolume,
+            WatchEvent::PersistentVolumeClaim(..) => ObjectKind::PersistentVolumeClaim,
+            WatchEvent::StorageClass(..) => ObjectKind::StorageClass,
+            WatchEvent::CSINode(..) => ObjectKind::CSINode,
         }
     }
 
@@ -59,6 +78,11 @@ impl WatchEvent {
             WatchEvent::Job(o, n) => object_of(o, n),
             WatchEvent::PriorityClass(o, n) => object_of(o, n),
             WatchEvent::Command(o, n) => object_of(o, n),
+            WatchEvent::Namespace(o, n) => object_of(o, n),
+            WatchEvent::PersistentVolume(o, n) => object_of(o, n),
+            WatchEvent::PersistentVolumeClaim(o, n) => object_of(o, n),
+            WatchEvent::StorageClass(o, n) => object_of(o, n),
+            WatchEvent::CSINode(o, n) => object_of(o, n),
         }
     }
 }

@@ -25,8 +25,9 @@ pub use index::{Index, owning_job, pod_group_queue};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
@@ -98,6 +99,15 @@ stored!(Queue, Queue, queues);
 stored!(Job, Job, jobs);
 stored!(PriorityClass, PriorityClass, priority_classes);
 stored!(Command, Command, commands);
+stored!(Namespace, Namespace, namespaces);
+stored!(PersistentVolume, PersistentVolume, persistent_volumes);
+stored!(
+    PersistentVolumeClaim,
+    PersistentVolumeClaim,
+    persistent_volume_claims
+);
+stored!(StorageClass, StorageClass, storage_classes);
+stored!(CSINode, CSINode, csi_nodes);
 
 /// One index per kind.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +119,11 @@ struct Indexes {
     jobs: Index,
     priority_classes: Index,
     commands: Index,
+    namespaces: Index,
+    persistent_volumes: Index,
+    persistent_volume_claims: Index,
+    storage_classes: Index,
+    csi_nodes: Index,
 }
 
 /// The objects, indexed (see the module documentation).
@@ -336,6 +351,14 @@ impl ObjectStore {
         reindex(&mut o.jobs, &mut ix.jobs);
         reindex(&mut o.priority_classes, &mut ix.priority_classes);
         reindex(&mut o.commands, &mut ix.commands);
+        reindex(&mut o.namespaces, &mut ix.namespaces);
+        reindex(&mut o.persistent_volumes, &mut ix.persistent_volumes);
+        reindex(
+            &mut o.persistent_volume_claims,
+            &mut ix.persistent_volume_claims,
+        );
+        reindex(&mut o.storage_classes, &mut ix.storage_classes);
+        reindex(&mut o.csi_nodes, &mut ix.csi_nodes);
     }
 }
 

@@ -186,3 +186,82 @@ fn objects_of_one_identity_given_at_once_are_one_as_applying_them_in_turn_would_
         ["b"]
     );
 }
+
+#[test]
+fn storage_kinds_and_namespaces_round_trip_with_their_watch_events() {
+    use k8s_openapi::api::core::v1::{
+        Namespace, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    };
+    use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+
+    let named = |name: &str| ObjectMeta {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    let mut store = ObjectStore::new(Objects {
+        namespaces: vec![Namespace {
+            metadata: named("team"),
+            ..Default::default()
+        }],
+        storage_classes: vec![StorageClass {
+            metadata: named("local"),
+            provisioner: "kubernetes.io/no-provisioner".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+    .journaling();
+    assert!(store.contains::<Namespace>(&NamespacedName::cluster("team")));
+    assert!(store.contains::<StorageClass>(&NamespacedName::cluster("local")));
+
+    let created = store.upsert(PersistentVolumeClaim {
+        metadata: named("data"),
+        ..Default::default()
+    });
+    assert_eq!(
+        created.object().map(|o| o.to_string()).as_deref(),
+        Some("PersistentVolumeClaim default/data"),
+        "a claim stored without a namespace is in default"
+    );
+    store.upsert(PersistentVolume {
+        metadata: named("pv1"),
+        ..Default::default()
+    });
+    store.upsert(CSINode {
+        metadata: named("n1"),
+        ..Default::default()
+    });
+    let bound =
+        store.modify::<PersistentVolumeClaim>(&NamespacedName::new("default", "data"), |pvc| {
+            pvc.spec = Some(PersistentVolumeClaimSpec {
+                volume_name: Some("pv1".into()),
+                ..Default::default()
+            });
+        });
+    let Some(WatchEvent::PersistentVolumeClaim(Some(old), Some(new))) = bound else {
+        panic!("binding a claim is a PersistentVolumeClaim change: {bound:?}");
+    };
+    assert!(old.spec.is_none());
+    assert_eq!(
+        new.spec.as_ref().and_then(|s| s.volume_name.as_deref()),
+        Some("pv1")
+    );
+    let gone = store.delete::<CSINode>(&NamespacedName::cluster("n1"));
+    assert_eq!(gone.map(|e| e.kind()), Some(ObjectKind::CSINode));
+
+    let kinds: Vec<ObjectKind> = store.take_journal().iter().map(WatchEvent::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ObjectKind::PersistentVolumeClaim,
+            ObjectKind::PersistentVolume,
+            ObjectKind::CSINode,
+            ObjectKind::PersistentVolumeClaim,
+            ObjectKind::CSINode,
+        ]
+    );
+    let objects = store.objects();
+    assert_eq!(objects.persistent_volumes.len(), 1);
+    assert_eq!(objects.persistent_volume_claims.len(), 1);
+    assert!(objects.csi_nodes.is_empty());
+}

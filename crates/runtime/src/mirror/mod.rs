@@ -11,8 +11,11 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
-use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
+use volcano_api::k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
+use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::store::Stored;
@@ -41,6 +44,16 @@ pub enum Update {
     PriorityClass(watcher::Event<PriorityClass>),
     /// Bus Commands.
     Command(watcher::Event<Command>),
+    /// Namespaces.
+    Namespace(watcher::Event<Namespace>),
+    /// PersistentVolumes.
+    PersistentVolume(watcher::Event<PersistentVolume>),
+    /// PersistentVolumeClaims.
+    PersistentVolumeClaim(watcher::Event<PersistentVolumeClaim>),
+    /// StorageClasses.
+    StorageClass(watcher::Event<StorageClass>),
+    /// CSINodes.
+    CSINode(watcher::Event<CSINode>),
 }
 
 /// The kinds the mirror can hold: every kind volcano-rs reads.
@@ -57,6 +70,11 @@ impl Update {
             Update::Job(_) => Kind::Job,
             Update::PriorityClass(_) => Kind::PriorityClass,
             Update::Command(_) => Kind::Command,
+            Update::Namespace(_) => Kind::Namespace,
+            Update::PersistentVolume(_) => Kind::PersistentVolume,
+            Update::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
+            Update::StorageClass(_) => Kind::StorageClass,
+            Update::CSINode(_) => Kind::CSINode,
         }
     }
 }
@@ -103,6 +121,11 @@ impl ClusterMirror {
             Update::Job(ev) => self.take(Kind::Job, ev),
             Update::PriorityClass(ev) => self.take(Kind::PriorityClass, ev),
             Update::Command(ev) => self.take(Kind::Command, ev),
+            Update::Namespace(ev) => self.take(Kind::Namespace, ev),
+            Update::PersistentVolume(ev) => self.take(Kind::PersistentVolume, ev),
+            Update::PersistentVolumeClaim(ev) => self.take(Kind::PersistentVolumeClaim, ev),
+            Update::StorageClass(ev) => self.take(Kind::StorageClass, ev),
+            Update::CSINode(ev) => self.take(Kind::CSINode, ev),
         }
     }
 
@@ -175,6 +198,13 @@ impl ClusterMirror {
             ObjectKind::Command => self.store.get::<Command>(key)?.meta(),
             ObjectKind::Node => self.store.get::<Node>(key)?.meta(),
             ObjectKind::PriorityClass => self.store.get::<PriorityClass>(key)?.meta(),
+            ObjectKind::Namespace => self.store.get::<Namespace>(key)?.meta(),
+            ObjectKind::PersistentVolume => self.store.get::<PersistentVolume>(key)?.meta(),
+            ObjectKind::PersistentVolumeClaim => {
+                self.store.get::<PersistentVolumeClaim>(key)?.meta()
+            }
+            ObjectKind::StorageClass => self.store.get::<StorageClass>(key)?.meta(),
+            ObjectKind::CSINode => self.store.get::<CSINode>(key)?.meta(),
         };
         meta.uid.clone()
     }

@@ -30,13 +30,19 @@ use crate::{RuntimeError, Stop};
 use conf::ConfSource;
 use writes::Writer;
 
-/// The kinds the scheduler reads.
-pub const SCHEDULER_KINDS: [Kind; 5] = [
+/// The kinds the scheduler reads: namespaces answer pod affinity's `namespaceSelector`, the
+/// storage kinds the volume filters and binder.
+pub const SCHEDULER_KINDS: [Kind; 10] = [
     Kind::Pod,
     Kind::Node,
     Kind::PodGroup,
     Kind::Queue,
     Kind::PriorityClass,
+    Kind::Namespace,
+    Kind::PersistentVolume,
+    Kind::PersistentVolumeClaim,
+    Kind::StorageClass,
+    Kind::CSINode,
 ];
 
 /// Settings of the scheduler.

@@ -3,7 +3,10 @@
 //! Told of every change to pods, PodGroups, nodes, queues and priority classes, the cache
 //! updates its snapshot in place where the change is local: a pod created, bound, running,
 //! finished or deleted; a PodGroup created, deleted, or its spec or status changed; a node's
-//! labels, taints or conditions; a queue's spec or status. Any other change (a node added or
+//! labels, taints or conditions; a queue's spec or status. A namespace or storage object
+//! (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode) changed replaces only the
+//! snapshot's [`ClusterObjects`], read again from the objects when the next snapshot is taken.
+//! Any other change (a node added or
 //! removed, a new resource name, a priority class, a PodGroup arriving after pods that name
 //! it) drops the kept state, and the next snapshot is built from all objects. A session gets a
 //! copy that shares every object with the cache (see [`Snapshot`]), so taking one costs a
@@ -26,7 +29,7 @@ use super::{
     node_resource_names, object_key, pod_group_resource_names, pod_resource_names, queue_info,
     queue_resource_names,
 };
-use crate::model::{JobId, NodeId, Snapshot, TaskId, TaskStatus};
+use crate::model::{ClusterObjects, JobId, NodeId, Snapshot, TaskId, TaskStatus};
 use crate::resource::Dims;
 
 /// How the cache has served snapshots.
@@ -43,6 +46,8 @@ pub struct SchedulerCache {
     opts: CacheOptions,
     state: Option<Built>,
     stats: CacheStats,
+    /// A namespace or storage object changed since the kept snapshot's `cluster` was read.
+    cluster_stale: bool,
 }
 
 /// A change the kept state cannot take in place: the next snapshot is built from all objects.
@@ -68,6 +73,7 @@ impl SchedulerCache {
             opts,
             state: None,
             stats: CacheStats::default(),
+            cluster_stale: false,
         }
     }
 
@@ -79,13 +85,17 @@ impl SchedulerCache {
     /// Drops the kept state: the next snapshot is built from all objects.
     pub fn invalidate(&mut self) {
         self.state = None;
+        self.cluster_stale = false;
     }
 
     /// The snapshot of a session over `objs`, which must be the objects of every change the
     /// cache was told of. Fails as [`build_snapshot`](super::build_snapshot) does.
     pub fn snapshot(&mut self, objs: &Objects) -> Result<Snapshot, BuildError> {
-        match &self.state {
+        match &mut self.state {
             Some(state) => {
+                if std::mem::take(&mut self.cluster_stale) {
+                    state.snap.cluster = Arc::new(ClusterObjects::of(objs));
+                }
                 self.stats.kept += 1;
                 Ok(state.snap.clone())
             }
@@ -132,6 +142,15 @@ impl SchedulerCache {
     /// may all move, so the next snapshot is built from all objects.
     pub fn priority_class_changed(&mut self) {
         self.invalidate();
+    }
+
+    /// A namespace, PersistentVolume, PersistentVolumeClaim, StorageClass or CSINode was
+    /// created, changed or deleted: the next snapshot keeps its jobs, nodes and queues and reads
+    /// only its [`ClusterObjects`] again. Sessions already holding a snapshot keep theirs.
+    pub fn cluster_object_changed(&mut self) {
+        if self.state.is_some() {
+            self.cluster_stale = true;
+        }
     }
 }
 

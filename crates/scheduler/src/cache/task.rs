@@ -238,8 +238,8 @@ pub(super) fn insert_task(snap: &mut Snapshot, id: TaskId, task: TaskInfo, statu
     }
 }
 
-/// A container reduced to its name and the ports it takes on the node; `None` when it takes
-/// none.
+/// A container reduced to its name, restart policy and the ports it takes on the node; `None`
+/// when it takes none.
 fn host_ports_only(
     c: &k8s_openapi::api::core::v1::Container,
 ) -> Option<k8s_openapi::api::core::v1::Container> {
@@ -253,6 +253,9 @@ fn host_ports_only(
     (!ports.is_empty()).then(|| k8s_openapi::api::core::v1::Container {
         name: c.name.clone(),
         ports: Some(ports),
+        // An init container holds its ports for the pod's life only as a sidecar
+        // (`restartPolicy: Always`).
+        restart_policy: c.restart_policy.clone(),
         ..Default::default()
     })
 }

@@ -122,3 +122,62 @@ fn a_followed_change_is_served_from_the_kept_snapshot() {
         .count();
     assert_eq!(bound, 1);
 }
+
+#[test]
+fn a_namespace_or_claim_changed_keeps_the_snapshot_and_rereads_only_the_cluster_objects() {
+    use std::sync::Arc;
+
+    use volcano_api::ObjectStore;
+    use volcano_api::k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
+    use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let mut objs = objects();
+    objs.queues = vec![implicit_queue(keys::ROOT_QUEUE), implicit_queue("default")];
+    let mut store = ObjectStore::new(objs).journaling();
+    let mut cycle = SchedulingCycle::new(CacheOptions::default());
+    let prepare =
+        |cycle: &mut SchedulingCycle, store: &ObjectStore| match cycle.prepare(store.objects()) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+    let first = prepare(&mut cycle, &store);
+    assert_eq!(first.source, SnapshotSource::Rebuilt);
+    assert!(!first.snapshot.cluster.namespace_labels.contains_key("ns"));
+
+    store.upsert(Namespace {
+        metadata: ObjectMeta {
+            name: Some("ns".into()),
+            labels: Some([("team".to_string(), "a".to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    store.upsert(PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some("data".into()),
+            namespace: Some("ns".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    for event in store.take_journal() {
+        cycle.follow(&event);
+    }
+    let second = prepare(&mut cycle, &store);
+    assert_eq!(
+        second.source,
+        SnapshotSource::Kept,
+        "jobs and nodes are kept"
+    );
+    let labels = second.snapshot.cluster.namespace_labels("ns");
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    assert!(
+        !Arc::ptr_eq(&first.snapshot.cluster, &second.snapshot.cluster),
+        "the session that holds the first snapshot keeps what it read"
+    );
+    let third = prepare(&mut cycle, &store);
+    assert!(
+        Arc::ptr_eq(&second.snapshot.cluster, &third.snapshot.cluster),
+        "nothing changed: the cluster objects are shared, not read again"
+    );
+}

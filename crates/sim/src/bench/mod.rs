@@ -10,6 +10,7 @@
 //! as `cache_build_ms`, and applying the decisions to the store (the API server's part) as
 //! `apply_ms`.
 
+pub mod constraint;
 pub mod rss;
 pub mod store;
 pub mod workload;
@@ -41,6 +42,9 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Most sessions to run.
     pub max_sessions: u32,
+    /// The placement rule every pending pod carries, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<constraint::Constraint>,
 }
 
 impl Default for BenchSpec {
@@ -54,6 +58,7 @@ impl Default for BenchSpec {
             gpu: 0.0,
             seed: 1,
             max_sessions: 100,
+            constraint: None,
         }
     }
 }

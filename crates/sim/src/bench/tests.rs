@@ -10,6 +10,7 @@ fn small(jobs: usize, gang: usize) -> BenchSpec {
         gpu: 0.25,
         seed: 7,
         max_sessions: 10,
+        constraint: None,
     }
 }
 
@@ -65,4 +66,72 @@ fn quantiles_take_the_nearest_rank() {
     assert_eq!(quantile(&v, 0.5), 2.0);
     assert_eq!(quantile(&v, 0.99), 4.0);
     assert_eq!(quantile(&[], 0.5), 0.0);
+}
+
+fn constrained(jobs: usize, gang: usize, c: constraint::Constraint) -> BenchSpec {
+    BenchSpec {
+        running: 0,
+        gpu: 0.0,
+        constraint: Some(c),
+        ..small(jobs, gang)
+    }
+}
+
+#[test]
+fn host_port_pods_take_one_node_each() {
+    let r = run(
+        &constrained(30, 1, constraint::Constraint::HostPort),
+        &SchedulerConf::default_conf(),
+    )
+    .expect("bench runs");
+    assert_eq!(r.pods_bound, 20, "20 nodes have one port 8080 each");
+    assert_eq!(r.pods_left_pending, 10);
+}
+
+#[test]
+fn an_anti_affine_gang_needs_a_node_per_pod() {
+    let conf = SchedulerConf::default_conf();
+    let fits = run(
+        &constrained(1, 20, constraint::Constraint::PodAntiAffinity),
+        &conf,
+    )
+    .expect("bench runs");
+    assert_eq!(fits.pods_bound, 20);
+    let too_big = run(
+        &constrained(1, 21, constraint::Constraint::PodAntiAffinity),
+        &conf,
+    )
+    .expect("bench runs");
+    assert_eq!(
+        too_big.pods_bound, 0,
+        "a gang of 21 on 20 nodes is placed whole or not at all"
+    );
+}
+
+#[test]
+fn constraints_are_named_as_on_the_command_line() {
+    for c in constraint::Constraint::ALL {
+        assert_eq!(constraint::Constraint::from_name(c.name()), Some(c));
+    }
+    assert_eq!(constraint::Constraint::from_name("anti-affinity"), None);
+    let pods = workload::build(&constrained(1, 2, constraint::Constraint::TopologySpread));
+    let zones: Vec<_> = pods
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            n.metadata
+                .labels
+                .as_ref()?
+                .get(constraint::ZONE_LABEL)
+                .cloned()
+        })
+        .collect();
+    assert_eq!(zones.len(), 20, "zone rules label every node with a zone");
+    let plain = workload::build(&small(1, 2));
+    assert!(plain.nodes.iter().all(|n| {
+        n.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| !l.contains_key(constraint::ZONE_LABEL))
+    }));
 }

@@ -19,6 +19,7 @@ use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, PodGroupSpec, PodGroupStatus, Queue, QueueSpec};
 
 use super::BenchSpec;
+use super::constraint::{self, HOSTNAME_LABEL, ZONE_LABEL};
 
 /// Namespace of every generated object.
 pub const NAMESPACE: &str = "bench";
@@ -35,7 +36,15 @@ const NVIDIA_GPU: &str = "nvidia.com/gpu";
 /// Every object of the workload.
 pub fn build(spec: &BenchSpec) -> Objects {
     let mut objects = Objects {
-        nodes: (0..spec.nodes).map(|i| node(i, is_gpu(i, spec))).collect(),
+        nodes: (0..spec.nodes)
+            .map(|i| {
+                node(
+                    i,
+                    is_gpu(i, spec),
+                    spec.constraint.is_some_and(|c| c.needs_zones()),
+                )
+            })
+            .collect(),
         queues: (0..spec.queues.max(1)).map(queue).collect(),
         ..Objects::default()
     };
@@ -62,7 +71,9 @@ fn quantity(s: impl Into<String>) -> Quantity {
     Quantity(s.into())
 }
 
-fn node(i: usize, gpu: bool) -> Node {
+/// Node `i`; `zoned` gives it a zone label (only runs with a zone rule have them, so other
+/// runs keep the nodes they always had).
+fn node(i: usize, gpu: bool, zoned: bool) -> Node {
     let name = node_name(i);
     let mut allocatable: BTreeMap<String, Quantity> = [
         ("cpu".to_string(), quantity(NODE_CPU.to_string())),
@@ -76,9 +87,13 @@ fn node(i: usize, gpu: bool) -> Node {
     if gpu {
         allocatable.insert(NVIDIA_GPU.to_string(), quantity(NODE_GPUS.to_string()));
     }
+    let mut labels = BTreeMap::from([(HOSTNAME_LABEL.to_string(), name.clone())]);
+    if zoned {
+        labels.insert(ZONE_LABEL.to_string(), constraint::zone_of(i));
+    }
     Node {
         metadata: ObjectMeta {
-            labels: Some([("kubernetes.io/hostname".to_string(), name.clone())].into()),
+            labels: Some(labels),
             name: Some(name),
             ..ObjectMeta::default()
         },
@@ -208,7 +223,11 @@ fn pending_job(spec: &BenchSpec, j: usize, objects: &mut Objects) {
         gang,
         "",
     ));
-    objects
-        .pods
-        .extend((0..gang).map(|k| pod(&name, k, cpu, mem_gi, gpus)));
+    objects.pods.extend((0..gang).map(|k| {
+        let mut p = pod(&name, k, cpu, mem_gi, gpus);
+        if let Some(c) = spec.constraint {
+            c.apply(&mut p, &name);
+        }
+        p
+    }));
 }

@@ -311,6 +311,13 @@ fn object_of(w: &WatchEvent) -> String {
             .as_ref()
             .or(o.as_ref())
             .map(|c| meta_key("PriorityClass", &c.metadata)),
+        WatchEvent::Namespace(..)
+        | WatchEvent::PersistentVolume(..)
+        | WatchEvent::PersistentVolumeClaim(..)
+        | WatchEvent::StorageClass(..)
+        | WatchEvent::CSINode(..) => w
+            .object()
+            .map(|r| format!("{}/{}/{}", r.kind, r.key.namespace, r.key.name)),
     }
     .unwrap_or_default()
 }

@@ -265,6 +265,36 @@ fn the_yaml_loads_back_as_the_same_scenario() {
 }
 
 #[test]
+fn namespaces_and_storage_objects_are_written_back_as_loadable_yaml() {
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {tier: gold}}\n---\n\
+        apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\nprovisioner: x\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+        apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}, storageClassName: local}\n---\n\
+        apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\nspec: {volumeName: pv1}\n---\n\
+        apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\nspec: {drivers: [{name: d, nodeID: i, allocatable: {count: 3}}]}\n";
+    let objects = match load_str(Path::new("in.yaml"), text) {
+        Ok(s) => s.objects,
+        Err(e) => panic!("{e}"),
+    };
+    let written = match to_yaml(&objects) {
+        Ok(text) => text,
+        Err(e) => panic!("{e}"),
+    };
+    let loaded = match load_str(Path::new("out.yaml"), &written) {
+        Ok(s) => s.objects,
+        Err(e) => panic!("{e}\n{written}"),
+    };
+    assert_eq!(loaded.namespaces, objects.namespaces);
+    assert_eq!(loaded.storage_classes, objects.storage_classes);
+    assert_eq!(loaded.persistent_volumes, objects.persistent_volumes);
+    assert_eq!(
+        loaded.persistent_volume_claims,
+        objects.persistent_volume_claims
+    );
+    assert_eq!(loaded.csi_nodes, objects.csi_nodes);
+    assert_eq!(loaded.csi_nodes.len(), 1);
+}
+
+#[test]
 fn durations_are_written_as_go_does() {
     use super::objects::go_duration;
     assert_eq!(go_duration(0), "0s");

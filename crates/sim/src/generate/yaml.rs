@@ -15,8 +15,9 @@ pub struct YamlError {
     pub source: serde_yaml_ng::Error,
 }
 
-/// The objects as one multi-document YAML text, in the order a reader wants them: queues and
-/// priority classes, nodes, then the work.
+/// The objects as one multi-document YAML text, in the order a reader wants them: queues,
+/// priority classes, namespaces and storage classes, nodes and their CSI drivers, volumes and
+/// claims, then the work.
 pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     let mut out = String::new();
     let name = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -28,8 +29,23 @@ pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     for pc in &objects.priority_classes {
         document(&mut out, "PriorityClass", &name(&pc.metadata), pc)?;
     }
+    for ns in &objects.namespaces {
+        document(&mut out, "Namespace", &name(&ns.metadata), ns)?;
+    }
+    for sc in &objects.storage_classes {
+        document(&mut out, "StorageClass", &name(&sc.metadata), sc)?;
+    }
     for n in &objects.nodes {
         document(&mut out, "Node", &name(&n.metadata), n)?;
+    }
+    for c in &objects.csi_nodes {
+        document(&mut out, "CSINode", &name(&c.metadata), c)?;
+    }
+    for pv in &objects.persistent_volumes {
+        document(&mut out, "PersistentVolume", &name(&pv.metadata), pv)?;
+    }
+    for pvc in &objects.persistent_volume_claims {
+        document(&mut out, "PersistentVolumeClaim", &name(&pvc.metadata), pvc)?;
     }
     for pg in &objects.pod_groups {
         document(&mut out, "PodGroup", &name(&pg.metadata), pg)?;

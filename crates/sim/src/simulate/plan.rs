@@ -73,9 +73,19 @@ pub fn plan(
         jobs,
         priority_classes,
         commands,
-        ..
+        namespaces,
+        persistent_volumes,
+        persistent_volume_claims,
+        storage_classes,
+        csi_nodes,
     } = objects;
     plan.initial.priority_classes = priority_classes;
+    // Namespaces and storage exist from the start: nothing in a trace submits them later.
+    plan.initial.namespaces = namespaces;
+    plan.initial.persistent_volumes = persistent_volumes;
+    plan.initial.persistent_volume_claims = persistent_volume_claims;
+    plan.initial.storage_classes = storage_classes;
+    plan.initial.csi_nodes = csi_nodes;
 
     for node in &nodes {
         node_events(&at, node, &mut plan)?;
@@ -303,6 +313,28 @@ mod tests {
         format!(
             "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {{name: j, namespace: ns, annotations: {{{job_ann}}}}}\nspec:\n  tasks:\n{tasks}"
         )
+    }
+
+    #[test]
+    fn namespaces_and_storage_objects_exist_from_the_start() {
+        let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\n\
+            apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\nprovisioner: x\n---\n\
+            apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}}\n---\n\
+            apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\nspec: {}\n---\n\
+            apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\nspec: {drivers: []}\n";
+        let p = plan_of(text).unwrap_or_else(|e| panic!("{e}"));
+        let o = &p.initial;
+        assert_eq!(
+            [
+                o.namespaces.len(),
+                o.storage_classes.len(),
+                o.persistent_volumes.len(),
+                o.persistent_volume_claims.len(),
+                o.csi_nodes.len(),
+            ],
+            [1; 5]
+        );
+        assert!(p.submissions.is_empty());
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! every placement and eviction the session makes (including those a statement later undoes),
 //! so pods placed earlier in the same session count exactly like running ones.
 
-mod inter_pod_affinity;
+pub(super) mod inter_pod_affinity;
 mod node;
 mod node_ports;
-mod topology_spread;
+pub(super) mod topology_spread;
 mod volumes;
 
 pub use node::{node_affinity_matches, term_matches, tolerates_all};

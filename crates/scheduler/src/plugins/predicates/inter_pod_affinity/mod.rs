@@ -1,0 +1,267 @@
+//! InterPodAffinity: required pod affinity and anti-affinity, and the symmetry rule (an existing
+//! pod's required anti-affinity keeps matching pods out of its topology domain), with
+//! kube-scheduler's meaning and messages.
+//!
+//! Where the selected pods are is counted once per session by topology domain and kept
+//! current by every placement and eviction; a task's view of those counts (which existing
+//! terms it falls under, whether it may be the first of its group) is worked out on its
+//! first node check and kept until the next placement, so a node check is a few lookups.
+
+pub(in crate::plugins) mod index;
+pub(in crate::plugins) mod terms;
+#[cfg(test)]
+mod tests;
+/// The clusters the filter's tests build, for the score's.
+#[cfg(test)]
+pub(in crate::plugins) use tests::{
+    affinity, anti_affinity, four_nodes, incoming, labelled, node_id, running, snapshot, task, term,
+};
+
+use std::cell::RefCell;
+
+use super::Filter;
+use crate::fit::FitReason;
+use crate::model::{NodeId, Snapshot, TaskId, TaskStatus};
+use index::{Owners, Placed, QueryId, Selected, pair};
+use terms::{KeyId, TermId, Terms};
+
+/// kube-scheduler's reason when a node fails the pod's required affinity.
+pub const AFFINITY_MISMATCH: &str = "node(s) didn't match pod affinity rules";
+/// kube-scheduler's reason when a node fails the pod's required anti-affinity.
+pub const ANTI_AFFINITY_MISMATCH: &str = "node(s) didn't match pod anti-affinity rules";
+/// kube-scheduler's reason when an existing pod's required anti-affinity keeps the pod off.
+pub const EXISTING_ANTI_AFFINITY_MISMATCH: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// Pods by topology domain, as the required terms in play ask for them.
+pub(super) struct InterPodAffinity {
+    terms: Terms,
+    placed: Placed,
+    /// Required anti-affinity terms of the pods on nodes, one weight per owner.
+    owners: Owners,
+    /// Bumped by every placement and eviction: a task's view older than it is stale.
+    generation: u64,
+    lazy: RefCell<Lazy>,
+}
+
+/// What node checks compute on first need.
+#[derive(Default)]
+struct Lazy {
+    /// Pods on nodes matching each task's terms.
+    selected: Selected,
+    /// The last task checked, as seen at one generation.
+    view: Option<TaskView>,
+}
+
+/// One task's required terms against the pods on nodes (kube-scheduler's PreFilter state).
+struct TaskView {
+    task: TaskId,
+    generation: u64,
+    /// Its affinity terms' topology keys and the query "matches all of them".
+    affinity: Option<(Vec<KeyId>, QueryId)>,
+    /// No pod on a node matches all its affinity terms and it matches them itself: the first
+    /// pod of a group with affinity to itself may go to any node with the keys.
+    first_of_group: bool,
+    /// Its anti-affinity terms' keys and queries.
+    anti_affinity: Vec<(KeyId, QueryId)>,
+    /// Existing pods' anti-affinity terms that select it.
+    existing: Vec<TermId>,
+}
+
+impl InterPodAffinity {
+    /// Indexes the snapshot's pods that carry required anti-affinity.
+    pub(super) fn new(s: &Snapshot) -> Self {
+        let terms = Terms::of(s);
+        let mut owners = Owners::default();
+        if !terms.is_empty() {
+            for t in s.tasks.iter().enumerate().map(|(i, _)| TaskId(i as u32)) {
+                let task = s.task(t);
+                let (Some(n), Some(pt)) = (task.node, terms.of_task(t)) else {
+                    continue;
+                };
+                if matches!(task.status, TaskStatus::Succeeded | TaskStatus::Failed) {
+                    continue;
+                }
+                for &id in &pt.anti_affinity {
+                    owners.add(&terms, id, n, 1);
+                }
+            }
+        }
+        InterPodAffinity {
+            terms,
+            placed: Placed::default(),
+            owners,
+            generation: 0,
+            lazy: RefCell::default(),
+        }
+    }
+
+    /// Counts (`delta` 1) or uncounts (-1) pod `t` on node `n`.
+    fn account(&mut self, s: &Snapshot, t: TaskId, n: NodeId, delta: i64) {
+        if let Some(pt) = self.terms.of_task(t) {
+            for &id in &pt.anti_affinity {
+                self.owners.add(&self.terms, id, n, delta);
+            }
+        }
+        self.lazy
+            .get_mut()
+            .selected
+            .add(s, &self.terms, t, n, delta);
+    }
+
+    /// Task `t`'s view at the current generation.
+    fn view(&self, lazy: &mut Lazy, s: &Snapshot, t: TaskId) {
+        if lazy
+            .view
+            .as_ref()
+            .is_some_and(|v| v.task == t && v.generation == self.generation)
+        {
+            return;
+        }
+        let selected = &mut lazy.selected;
+        if !selected.is_built() {
+            // Every waiting task's queries are counted in the one scan.
+            for (i, task) in s.tasks.iter().enumerate() {
+                if task.node.is_none() {
+                    self.register(selected, s, TaskId(i as u32));
+                }
+            }
+            selected.build(s, &self.placed, &self.terms);
+        }
+        let (affinity, anti_affinity) = self.register(selected, s, t);
+        let task = s.task(t);
+        let first_of_group = affinity.as_ref().is_some_and(|(_, q)| {
+            selected.counts(*q).is_empty()
+                && self
+                    .terms
+                    .of_task(t)
+                    .is_some_and(|pt| pt.affinity.iter().all(|&id| self.terms.selects(s, id, t)))
+        });
+        let mut existing = Vec::new();
+        self.owners.selecting(
+            &self.terms,
+            &task.namespace,
+            task.pod.metadata.labels.as_ref(),
+            &s.cluster,
+            |id| existing.push(id),
+        );
+        lazy.view = Some(TaskView {
+            task: t,
+            generation: self.generation,
+            affinity,
+            first_of_group,
+            anti_affinity,
+            existing,
+        });
+    }
+
+    /// The queries of task `t`'s required terms.
+    #[allow(clippy::type_complexity)]
+    fn register(
+        &self,
+        selected: &mut Selected,
+        s: &Snapshot,
+        t: TaskId,
+    ) -> (Option<(Vec<KeyId>, QueryId)>, Vec<(KeyId, QueryId)>) {
+        let Some(pt) = self.terms.of_task(t) else {
+            return (None, Vec::new());
+        };
+        let affinity = (!pt.affinity.is_empty()).then(|| {
+            let mut all = pt.affinity.clone();
+            all.sort_unstable();
+            all.dedup();
+            let keys = pt
+                .affinity
+                .iter()
+                .map(|&id| self.terms.key_of(id))
+                .collect();
+            (keys, selected.query(s, &self.placed, &self.terms, &all))
+        });
+        let anti = pt
+            .anti_affinity
+            .iter()
+            .map(|&id| {
+                let q = selected.query(s, &self.placed, &self.terms, &[id]);
+                (self.terms.key_of(id), q)
+            })
+            .collect();
+        (affinity, anti)
+    }
+
+    /// kube-scheduler's three checks, in its order, on one node.
+    fn check(&self, view: &TaskView, selected: &Selected, n: NodeId) -> Result<(), FitReason> {
+        if let Some((keys, q)) = &view.affinity {
+            let counts = selected.counts(*q);
+            let mut pods_exist = true;
+            for &key in keys {
+                let Some(d) = self.terms.domain(key, n) else {
+                    // Every topology key of the terms must be on the node.
+                    return Err(FitReason::unresolvable(AFFINITY_MISMATCH).depending_on_pods());
+                };
+                if counts.get(&pair(key, d)).is_none_or(|&c| c <= 0) {
+                    pods_exist = false;
+                }
+            }
+            if !pods_exist && !view.first_of_group {
+                return Err(FitReason::unresolvable(AFFINITY_MISMATCH).depending_on_pods());
+            }
+        }
+        for &(key, q) in &view.anti_affinity {
+            if let Some(d) = self.terms.domain(key, n)
+                && selected
+                    .counts(q)
+                    .get(&pair(key, d))
+                    .is_some_and(|&c| c > 0)
+            {
+                return Err(FitReason::resolvable(ANTI_AFFINITY_MISMATCH).depending_on_pods());
+            }
+        }
+        for &id in &view.existing {
+            let key = self.terms.key_of(id);
+            if let Some(d) = self.terms.domain(key, n)
+                && self.owners.at(id, pair(key, d)) > 0
+            {
+                return Err(
+                    FitReason::resolvable(EXISTING_ANTI_AFFINITY_MISMATCH).depending_on_pods()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Filter for InterPodAffinity {
+    fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
+        let required = self.terms.of_task(t).is_some_and(|pt| pt.has_required());
+        if !required && self.owners.is_empty() {
+            return Ok(());
+        }
+        let mut lazy = self.lazy.borrow_mut();
+        self.view(&mut lazy, s, t);
+        let Lazy { selected, view } = &*lazy;
+        match view {
+            Some(v) => self.check(v, selected, n),
+            None => Ok(()),
+        }
+    }
+
+    fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
+        self.generation += 1;
+        if self.terms.is_empty() {
+            return;
+        }
+        if let Some(n) = self.placed.on_allocate(s, t) {
+            self.account(s, t, n, 1);
+        }
+    }
+
+    fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {
+        self.generation += 1;
+        if self.terms.is_empty() {
+            return;
+        }
+        if let Some(n) = self.placed.on_deallocate(s, t) {
+            self.account(s, t, n, -1);
+        }
+    }
+}
