@@ -516,3 +516,33 @@ fn preemption_frees_a_csi_attachment_for_a_higher_priority_pod() {
     // Only the attachment limit keeps the urgent pod off n1: evicting the victim frees it.
     assert_eq!(d.evictions, [key("ns", "victim-0")]);
 }
+
+#[test]
+fn pods_sharing_a_waiting_claim_all_follow_the_volume_the_first_one_chose() {
+    let mut objs = zoned_nodes()
+        .with(gang("ns", "one").pods(1, 1000, GI))
+        .with(gang("ns", "two").pods_like(1, template().cpu(1).mem_gi(1).node_selector(ZONE, "b")))
+        .objects();
+    objs.storage_classes
+        .push(wffc_class("local", "kubernetes.io/no-provisioner"));
+    objs.persistent_volumes.extend([
+        volume("pv-a", "local", "10Gi", Some("a")),
+        volume("pv-b", "local", "10Gi", Some("b")),
+    ]);
+    objs.persistent_volume_claims
+        .push(claim("ns", "shared", "local", "5Gi", None));
+    mount(&mut objs, "ns", "one-0", "shared");
+    mount(&mut objs, "ns", "two-0", "shared");
+    let d = run_session_n(&objs, &predicates_only(), 1);
+    assert_eq!(d.volume_bindings.len(), 1);
+    let chosen = d.volume_bindings[&key("ns", "shared")].volume.clone();
+    let zone_node = match chosen.as_deref() {
+        Some("pv-a") => "n1",
+        Some("pv-b") => "n2",
+        other => panic!("unexpected choice {other:?}"),
+    };
+    assert!(!d.binds.is_empty());
+    for (pod, node) in &d.binds {
+        assert_eq!(node, zone_node, "{pod} is away from its volume {chosen:?}");
+    }
+}

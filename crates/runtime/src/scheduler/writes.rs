@@ -69,7 +69,7 @@ impl Writer {
         let mut w = Written::default();
         let mut unwritten = Unwritten::default();
         self.annotate_devices(d, mirror).await;
-        let unbound_volumes = self.bind_volumes(d).await;
+        let unbound_volumes = self.bind_volumes(d, mirror).await;
         self.bind(d, mirror, &mut w, &unbound_volumes).await;
         self.evict(d, mirror, &mut w, &mut unwritten).await;
         self.nominate(d, mirror).await;
@@ -124,13 +124,21 @@ impl Writer {
     /// claim to provision gets the `selected-node` annotation its provisioner waits for.
     /// Returns the pods whose claims could not be written: they are not bound, and are
     /// pending again next session, as Volcano fails a bind whose volumes failed.
-    async fn bind_volumes(&self, d: &Decisions) -> BTreeSet<NamespacedName> {
+    async fn bind_volumes(
+        &self,
+        d: &Decisions,
+        mirror: &ClusterMirror,
+    ) -> BTreeSet<NamespacedName> {
         let jobs = d.volume_bindings.iter().map(|(claim, b)| {
             let claim = claim.clone();
             let b = b.clone();
             let client = self.client.clone();
+            let uid = mirror
+                .indexed()
+                .get::<PersistentVolumeClaim>(&claim)
+                .and_then(|c| c.metadata.uid.clone());
             async move {
-                let r = write_volume_binding(client, &claim, &b).await;
+                let r = write_volume_binding(client, &claim, &b, uid).await;
                 (claim, b, r)
             }
         });
@@ -455,6 +463,7 @@ async fn write_volume_binding(
     client: Client,
     claim: &NamespacedName,
     b: &VolumeBinding,
+    uid: Option<String>,
 ) -> Result<(), KubeError> {
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &claim.namespace);
     let Some(volume) = &b.volume else {
@@ -464,7 +473,11 @@ async fn write_volume_binding(
             .await?;
         return Ok(());
     };
-    let uid = claims.get(&claim.name).await?.metadata.uid;
+    // The mirror normally knows the claim's UID; ask the API server only when it does not.
+    let uid = match uid {
+        Some(u) => Some(u),
+        None => claims.get(&claim.name).await?.metadata.uid,
+    };
     let volumes: Api<PersistentVolume> = Api::all(client);
     let pv_patch = json!({
         "metadata": {"annotations": {BOUND_BY_CONTROLLER: "yes"}},
