@@ -104,7 +104,9 @@ impl NodeFinder {
                 continue;
             }
             let reason = if s.node_out_of_sync(nid) {
-                Some(Cow::Borrowed("node(s) out of sync: their pods need more than they have"))
+                Some(Cow::Borrowed(
+                    "node(s) out of sync: their pods need more than they have",
+                ))
             } else if check == ResourceCheck::FutureIdle && !s.fits_future_idle(&req, nid) {
                 let node = s.node(nid);
                 // Volcano names only the first short resource per node.
@@ -121,7 +123,11 @@ impl NodeFinder {
                 );
                 if let Some(k) = &key {
                     let r = format!("Insufficient {}", s.dims.name(short));
-                    cache.failed.entry(k.clone()).or_default().insert(nid, r.into());
+                    cache
+                        .failed
+                        .entry(k.clone())
+                        .or_default()
+                        .insert(nid, r.into());
                 }
                 continue;
             } else if check == ResourceCheck::PodSlot

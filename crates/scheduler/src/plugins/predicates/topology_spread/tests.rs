@@ -98,7 +98,11 @@ fn answers(f: &TopologySpread, s: &Snapshot, t: &str, nodes: &[&str]) -> Vec<Opt
     let t = task(s, t);
     nodes
         .iter()
-        .map(|n| f.filter(s, t, node_id(s, n)).err().map(|e| e.reason.into_owned()))
+        .map(|n| {
+            f.filter(s, t, node_id(s, n))
+                .err()
+                .map(|e| e.reason.into_owned())
+        })
         .collect()
 }
 
