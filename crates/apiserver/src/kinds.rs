@@ -150,6 +150,17 @@ pub static KINDS: &[KindInfo] = &[
         NONE
     ),
     kind!(
+        "persistentvolumes",
+        "persistentvolume",
+        "",
+        "v1",
+        "PersistentVolume",
+        false,
+        ["pv"],
+        true,
+        NONE
+    ),
+    kind!(
         "serviceaccounts",
         "serviceaccount",
         "",
@@ -201,6 +212,28 @@ pub static KINDS: &[KindInfo] = &[
         "NetworkPolicy",
         true,
         ["netpol"],
+        false,
+        NONE
+    ),
+    kind!(
+        "storageclasses",
+        "storageclass",
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        false,
+        ["sc"],
+        false,
+        NONE
+    ),
+    kind!(
+        "csinodes",
+        "csinode",
+        "storage.k8s.io",
+        "v1",
+        "CSINode",
+        false,
+        [],
         false,
         NONE
     ),
@@ -335,10 +368,38 @@ mod tests {
     }
 
     #[test]
+    fn storage_kinds_are_served_where_kube_apiserver_serves_them() {
+        let pv = find("persistentvolumes").map(|k| (k.api_version(), k.namespaced));
+        assert_eq!(pv, Some(("v1".to_string(), false)));
+        let pvc = find("persistentvolumeclaims").map(|k| (k.api_version(), k.namespaced));
+        assert_eq!(pvc, Some(("v1".to_string(), true)));
+        for resource in ["storageclasses", "csinodes"] {
+            let k = find(resource).map(|k| (k.api_version(), k.namespaced));
+            assert_eq!(
+                k,
+                Some(("storage.k8s.io/v1".to_string(), false)),
+                "{resource}"
+            );
+        }
+        assert_eq!(
+            by_kind("v1", "Namespace").map(|k| k.namespaced),
+            Some(false)
+        );
+        assert_eq!(
+            find("persistentvolumes").map(|k| k.status_subresource),
+            Some(true)
+        );
+        assert_eq!(
+            find("storageclasses").map(|k| k.short_names),
+            Some(&["sc"][..])
+        );
+    }
+
+    #[test]
     fn fixed_positions_are_right() {
         assert_eq!(pods().resource, "pods");
         assert_eq!(namespaces().resource, "namespaces");
-        assert_eq!(find("queues").map(|k| k.index()), Some(15));
+        assert_eq!(find("queues").map(|k| k.index()), Some(18));
     }
 
     #[test]

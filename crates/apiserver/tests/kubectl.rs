@@ -344,3 +344,130 @@ async fn kubectl_shows_the_refusals_of_a_real_server() {
     let _ = std::fs::remove_dir_all(&dir);
     t.server.shutdown().await;
 }
+
+const STORAGE: &str = "\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: pv1
+spec:
+  capacity:
+    storage: 10Gi
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  hostPath:
+    path: /mnt/pv1
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: team
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: local
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata:
+  name: n1
+spec:
+  drivers:
+  - name: ebs.csi.aws.com
+    nodeID: i-1
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_lists_and_binds_volumes_claims_classes_and_csinodes() {
+    let Some(bin) = find_kubectl() else {
+        eprintln!("note: kubectl not found on PATH; skipping the kubectl storage test");
+        return;
+    };
+    let t = common::start().await;
+    let dir = std::env::temp_dir().join(format!(
+        "volcano-apiserver-kubectl-storage-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kubeconfig"), kubeconfig(&t.server.url())).unwrap();
+    std::fs::write(dir.join("storage.yaml"), STORAGE).unwrap();
+    let run = |args: Vec<&'static str>| {
+        let (bin, dir) = (bin.clone(), dir.clone());
+        tokio::task::spawn_blocking(move || kubectl(&bin, &dir, &args))
+    };
+    let check = |(ok, out): (bool, String), wants: &[&str]| {
+        assert!(ok, "kubectl failed:\n{out}");
+        for want in wants {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+    };
+    check(
+        run(vec!["apply", "-f", "storage.yaml"]).await.unwrap(),
+        &[
+            "namespace/team created",
+            "storageclass.storage.k8s.io/local created",
+            "persistentvolume/pv1 created",
+            "persistentvolumeclaim/data created",
+            "csinode.storage.k8s.io/n1 created",
+        ],
+    );
+    check(
+        run(vec!["get", "pv,pvc,sc,csinode,ns", "-A"])
+            .await
+            .unwrap(),
+        &[
+            "persistentvolume/pv1",
+            "10Gi",
+            "RWO",
+            "Retain",
+            "persistentvolumeclaim/data",
+            "storageclass.storage.k8s.io/local",
+            "WaitForFirstConsumer",
+            "csinode.storage.k8s.io/n1",
+            "namespace/team",
+        ],
+    );
+    let bind = r#"{"spec":{"volumeName":"pv1"},"metadata":{"annotations":{"pv.kubernetes.io/bind-completed":"yes"}}}"#;
+    check(
+        run(vec![
+            "patch", "pvc", "data", "-n", "team", "--type", "merge", "-p", bind,
+        ])
+        .await
+        .unwrap(),
+        &["persistentvolumeclaim/data patched"],
+    );
+    check(
+        run(vec![
+            "get",
+            "pvc",
+            "data",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.spec.volumeName}",
+        ])
+        .await
+        .unwrap(),
+        &["pv1"],
+    );
+    check(
+        run(vec!["delete", "pv", "pv1"]).await.unwrap(),
+        &["persistentvolume \"pv1\" deleted"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

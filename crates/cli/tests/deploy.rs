@@ -385,6 +385,12 @@ fn scheduler_gets_exactly_what_it_uses() {
             ("", &["pods/status"], &["patch", "update"]),
             ("", &["nodes", "namespaces"], WATCH),
             ("scheduling.k8s.io", &["priorityclasses"], WATCH),
+            ("storage.k8s.io", &["storageclasses", "csinodes"], WATCH),
+            (
+                "",
+                &["persistentvolumes", "persistentvolumeclaims"],
+                &["get", "list", "watch", "patch", "update"]
+            ),
             (
                 "scheduling.volcano.sh",
                 &["podgroups"],

@@ -205,6 +205,78 @@ fn count_data(v: &Value, _: i64) -> Value {
     json!(n)
 }
 
+/// Access modes as kubectl abbreviates them (`RWO,ROX`), at `path`.
+fn access_modes(v: &Value, path: &str) -> Value {
+    let modes: Vec<&str> = v
+        .pointer(path)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|m| match m {
+            "ReadWriteOnce" => "RWO",
+            "ReadOnlyMany" => "ROX",
+            "ReadWriteMany" => "RWX",
+            "ReadWriteOncePod" => "RWOP",
+            other => other,
+        })
+        .collect();
+    json!(modes.join(","))
+}
+
+fn volume_claim(v: &Value, _: i64) -> Value {
+    let name = field_value(v, "spec.claimRef.name");
+    if name.is_empty() {
+        return json!("");
+    }
+    json!(format!(
+        "{}/{name}",
+        field_value(v, "spec.claimRef.namespace")
+    ))
+}
+
+fn volume_attributes_class(v: &Value, _: i64) -> Value {
+    let class = field_value(v, "spec.volumeAttributesClassName");
+    json!(if class.is_empty() {
+        "<unset>".to_string()
+    } else {
+        class
+    })
+}
+
+/// A claim shows capacity and access modes only once bound to a volume.
+fn bound_claim(v: &Value) -> bool {
+    !field_value(v, "spec.volumeName").is_empty()
+}
+
+fn claim_status(v: &Value, _: i64) -> Value {
+    if v.pointer("/metadata/deletionTimestamp").is_some() {
+        return json!("Terminating");
+    }
+    json!(field_value(v, "status.phase"))
+}
+
+fn storage_class_name(v: &Value, _: i64) -> Value {
+    let name = field_value(v, "metadata.name");
+    let default = v
+        .pointer("/metadata/annotations/storageclass.kubernetes.io~1is-default-class")
+        .and_then(Value::as_str)
+        == Some("true");
+    json!(if default {
+        format!("{name} (default)")
+    } else {
+        name
+    })
+}
+
+fn count_drivers(v: &Value, _: i64) -> Value {
+    json!(
+        v.pointer("/spec/drivers")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    )
+}
+
 macro_rules! path_cell {
     ($path:literal) => {{
         fn cell(v: &Value, _: i64) -> Value {
@@ -299,6 +371,89 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
         ("", "configmaps") | ("", "secrets") => {
             vec![n, col("Data", "integer", 0, count_data), a]
         }
+        ("", "persistentvolumes") => vec![
+            n,
+            col("Capacity", "string", 0, path_cell!("spec.capacity.storage")),
+            col("Access Modes", "string", 0, |v, _| {
+                access_modes(v, "/spec/accessModes")
+            }),
+            col(
+                "Reclaim Policy",
+                "string",
+                0,
+                path_cell!("spec.persistentVolumeReclaimPolicy"),
+            ),
+            col("Status", "string", 0, path_cell!("status.phase")),
+            col("Claim", "string", 0, volume_claim),
+            col(
+                "StorageClass",
+                "string",
+                0,
+                path_cell!("spec.storageClassName"),
+            ),
+            col(
+                "VolumeAttributesClass",
+                "string",
+                0,
+                volume_attributes_class,
+            ),
+            col("Reason", "string", 0, path_cell!("status.reason")),
+            a,
+            col("VolumeMode", "string", 1, path_cell!("spec.volumeMode")),
+        ],
+        ("", "persistentvolumeclaims") => vec![
+            n,
+            col("Status", "string", 0, claim_status),
+            col("Volume", "string", 0, path_cell!("spec.volumeName")),
+            col("Capacity", "string", 0, |v, _| {
+                json!(if bound_claim(v) {
+                    field_value(v, "status.capacity.storage")
+                } else {
+                    String::new()
+                })
+            }),
+            col("Access Modes", "string", 0, |v, _| {
+                if bound_claim(v) {
+                    access_modes(v, "/status/accessModes")
+                } else {
+                    json!("")
+                }
+            }),
+            col(
+                "StorageClass",
+                "string",
+                0,
+                path_cell!("spec.storageClassName"),
+            ),
+            col(
+                "VolumeAttributesClass",
+                "string",
+                0,
+                volume_attributes_class,
+            ),
+            a,
+            col("VolumeMode", "string", 1, path_cell!("spec.volumeMode")),
+        ],
+        ("storage.k8s.io", "storageclasses") => vec![
+            col("Name", "string", 0, storage_class_name),
+            col("Provisioner", "string", 0, path_cell!("provisioner")),
+            col("ReclaimPolicy", "string", 0, path_cell!("reclaimPolicy")),
+            col(
+                "VolumeBindingMode",
+                "string",
+                0,
+                path_cell!("volumeBindingMode"),
+            ),
+            col("AllowVolumeExpansion", "string", 0, |v, _| {
+                json!(
+                    v.get("allowVolumeExpansion")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+            a,
+        ],
+        ("storage.k8s.io", "csinodes") => vec![n, col("Drivers", "integer", 0, count_drivers), a],
         ("coordination.k8s.io", "leases") => {
             vec![
                 n,
@@ -444,6 +599,78 @@ mod tests {
             json!(["j", "Running", 2, 2, "<unknown>", "q"])
         );
         assert!(t["rows"][0].get("object").is_none());
+    }
+
+    #[test]
+    fn volumes_and_claims_print_like_kubectl() {
+        let pv = json!({"metadata": {"name": "pv1"},
+            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "local",
+                     "claimRef": {"namespace": "team", "name": "data"}, "volumeMode": "Filesystem"},
+            "status": {"phase": "Bound"}});
+        let t = table(
+            kinds::find("persistentvolumes").unwrap_or(kinds::pods()),
+            [&pv],
+            None,
+            Include::None,
+            0,
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "pv1",
+                "10Gi",
+                "RWO,ROX",
+                "Retain",
+                "Bound",
+                "team/data",
+                "local",
+                "<unset>",
+                null,
+                "<unknown>",
+                "Filesystem"
+            ])
+        );
+        let pending = json!({"metadata": {"name": "data"}, "spec": {"storageClassName": "local"},
+            "status": {"phase": "Pending", "capacity": {"storage": "1Gi"}}});
+        let claims = kinds::find("persistentvolumeclaims").unwrap_or(kinds::pods());
+        let t = table(claims, [&pending], None, Include::None, 0);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "data",
+                "Pending",
+                null,
+                "",
+                "",
+                "local",
+                "<unset>",
+                "<unknown>",
+                null
+            ]),
+            "an unbound claim shows no capacity"
+        );
+        let sc = json!({"metadata": {"name": "local", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "kubernetes.io/no-provisioner", "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer"});
+        let t = table(
+            kinds::find("storageclasses").unwrap_or(kinds::pods()),
+            [&sc],
+            None,
+            Include::None,
+            0,
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "local (default)",
+                "kubernetes.io/no-provisioner",
+                "Delete",
+                "WaitForFirstConsumer",
+                false,
+                "<unknown>"
+            ])
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! Only the parts the scheduler, controllers and kubectl look at: a pod gets its phase, QoS
 //! class, scheduler name, restart policy, requests defaulted from limits and its priority
 //! resolved from its PriorityClass (the Priority admission plugin); a namespace gets phase
-//! `Active`; a CRD is immediately `Established`; a custom resource with a status subresource
+//! `Active`; a PersistentVolume or claim starts `Pending` in `Filesystem` mode (a volume kept
+//! on release), a StorageClass binds `Immediate`ly and deletes on release; a CRD is
+//! immediately `Established`; a custom resource with a status subresource
 //! loses the status it was created with, as in Kubernetes.
 
 use serde_json::{Map, Value, json};
@@ -56,6 +58,24 @@ pub fn on_create(
             root.insert("status".into(), json!({"phase": "Active"}));
             Ok(())
         }
+        ("", "persistentvolumes") => {
+            volume_defaults(
+                object,
+                &[("persistentVolumeReclaimPolicy", json!("Retain"))],
+            );
+            Ok(())
+        }
+        ("", "persistentvolumeclaims") => {
+            volume_defaults(object, &[]);
+            Ok(())
+        }
+        ("storage.k8s.io", "storageclasses") => {
+            let root = ensure_object(object);
+            root.entry("reclaimPolicy").or_insert(json!("Delete"));
+            root.entry("volumeBindingMode")
+                .or_insert(json!("Immediate"));
+            Ok(())
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let names = object.pointer("/spec/names").cloned().unwrap_or(json!({}));
             let stored: Vec<Value> = object
@@ -87,6 +107,18 @@ pub fn on_create(
         }
         _ => Ok(()),
     }
+}
+
+/// A volume or claim starts `Pending` whatever status it was sent with (binding is what moves
+/// it on), in `Filesystem` mode unless it asks for a block device, with `more` spec defaults.
+fn volume_defaults(object: &mut Value, more: &[(&str, Value)]) {
+    let root = ensure_object(object);
+    let spec = ensure_object(root.entry("spec").or_insert(Value::Null));
+    spec.entry("volumeMode").or_insert(json!("Filesystem"));
+    for (field, value) in more {
+        spec.entry(*field).or_insert(value.clone());
+    }
+    root.insert("status".into(), json!({"phase": "Pending"}));
 }
 
 fn pod(kind: &KindInfo, object: &mut Value, priorities: &Priorities<'_>) -> Result<(), ApiError> {

@@ -36,6 +36,8 @@ mod write;
 mod orphans_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod volume_tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -115,3 +115,59 @@ fn an_event_object_finds_its_uid_in_the_cache() {
         None
     );
 }
+
+#[test]
+fn storage_objects_and_namespaces_are_mirrored_and_their_relist_drops_what_went_away() {
+    use volcano_api::k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
+    use volcano_api::k8s_openapi::api::storage::v1::CSINode;
+
+    let meta = |ns: Option<&str>, name: &str| ObjectMeta {
+        name: Some(name.into()),
+        namespace: ns.map(str::to_string),
+        resource_version: Some("1".into()),
+        ..Default::default()
+    };
+    let mut c = ClusterMirror::journaling();
+    let ns = Namespace {
+        metadata: meta(None, "team"),
+        ..Default::default()
+    };
+    let claim = PersistentVolumeClaim {
+        metadata: meta(Some("team"), "data"),
+        ..Default::default()
+    };
+    let csi = |name: &str| CSINode {
+        metadata: meta(None, name),
+        ..Default::default()
+    };
+    c.apply(Update::Namespace(Event::Apply(ns)));
+    c.apply(Update::PersistentVolumeClaim(Event::Apply(claim)));
+    c.apply(Update::CSINode(Event::Apply(csi("n1"))));
+    c.apply(Update::CSINode(Event::Apply(csi("n2"))));
+    let kinds: Vec<ObjectKind> = c.take_journal().iter().map(WatchEvent::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ObjectKind::Namespace,
+            ObjectKind::PersistentVolumeClaim,
+            ObjectKind::CSINode,
+            ObjectKind::CSINode
+        ]
+    );
+    let claim_ref = ObjectRef::new(
+        ObjectKind::PersistentVolumeClaim,
+        NamespacedName::new("team", "data"),
+    );
+    assert!(c.uid_of(&claim_ref).is_none(), "held, without a uid");
+    assert_eq!(c.objects().persistent_volume_claims.len(), 1);
+
+    c.apply(Update::CSINode(Event::Init));
+    c.apply(Update::CSINode(Event::InitApply(csi("n2"))));
+    let gone = c.apply(Update::CSINode(Event::InitDone));
+    assert!(
+        matches!(&gone[..], [WatchEvent::CSINode(Some(n), None)] if n.metadata.name.as_deref() == Some("n1"))
+    );
+    assert!(c.synced(&[Kind::CSINode]));
+    assert_eq!(c.objects().csi_nodes.len(), 1);
+    assert_eq!(c.objects().namespaces.len(), 1);
+}

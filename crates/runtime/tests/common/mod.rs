@@ -313,6 +313,11 @@ impl Cluster {
         self.admin.clone()
     }
 
+    /// The scheduler's client (in the real tier, with its ServiceAccount's permissions).
+    pub fn scheduler_client(&self) -> Client {
+        self.scheduler_client.clone()
+    }
+
     /// The controllers' client (in the real tier, with their ServiceAccount's permissions).
     pub fn controllers_client(&self) -> Client {
         self.controllers_client.clone()
