@@ -56,7 +56,7 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
         .iter()
         .map(|e| json!({"object": e.object_path().to_string(), "type": e.type_.as_str(), "reason": e.reason, "message": e.message}))
         .collect();
-    let out = json!({
+    let mut out = json!({
         "sessions": run.sessions,
         "bindings": run.bindings,
         "evictions": run.evictions,
@@ -69,6 +69,17 @@ pub fn json(run: &Run) -> Result<String, serde_json::Error> {
         "events": events,
         "outOfSyncNodes": run.out_of_sync_nodes,
     });
+    // Only when a claim was bound, so runs without volumes print what they always did.
+    if !run.volumes.is_empty()
+        && let Some(o) = out.as_object_mut()
+    {
+        let volumes: Map<String, Value> = run
+            .volumes
+            .iter()
+            .map(|(claim, (node, volume))| (claim.clone(), json!({"node": node, "volume": volume})))
+            .collect();
+        o.insert("volumes".to_string(), Value::Object(volumes));
+    }
     serde_json::to_string_pretty(&out)
 }
 
@@ -85,6 +96,16 @@ pub fn text(run: &Run) -> String {
         let _ = writeln!(s, "\nBOUND");
         for (pod, node) in &run.bindings {
             let _ = writeln!(s, "  {pod:<40} -> {node}");
+        }
+    }
+    if !run.volumes.is_empty() {
+        let _ = writeln!(s, "\nVOLUMES (claims bound at scheduling)");
+        for (claim, (node, volume)) in &run.volumes {
+            let what = volume.as_deref().map_or_else(
+                || format!("provisioned for {node}"),
+                |v| format!("{v} on {node}"),
+            );
+            let _ = writeln!(s, "  {claim:<40} -> {what}");
         }
     }
     if !run.jobs.is_empty() {

@@ -37,6 +37,9 @@ pub struct Run {
     pub sessions: u32,
     /// Pods bound by this run, with their node.
     pub bindings: BTreeMap<String, String>,
+    /// Claims bound at scheduling by this run (`ns/claim`), with the node and the volume
+    /// chosen (`None`: to be provisioned for the node).
+    pub volumes: BTreeMap<String, (String, Option<String>)>,
     /// Pods evicted by this run.
     pub evictions: Vec<String>,
     /// Evicted pod → why: the preemptor or the reclaiming queue that took its place.
@@ -76,6 +79,11 @@ pub fn run(
         // The run is output: objects are keyed by their printed names, in that order.
         run.bindings
             .extend(d.binds.iter().map(|(k, n)| (k.to_string(), n.clone())));
+        run.volumes.extend(
+            d.volume_bindings
+                .iter()
+                .map(|(k, b)| (k.to_string(), (b.node.clone(), b.volume.clone()))),
+        );
         run.evictions
             .extend(d.evictions.iter().map(ToString::to_string));
         run.eviction_reasons.extend(

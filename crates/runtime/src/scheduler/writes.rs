@@ -1,24 +1,26 @@
-//! A session's decisions, written to the API server: GPU device annotations, then binds and
+//! A session's decisions, written to the API server: GPU device annotations and the claims
+//! bound at scheduling, then binds and
 //! evictions with bounded concurrency, nominations, PodGroup status and queue `allocated`
 //! where they changed, waiting pods' `PodScheduled` condition where the pod lacks it. Every
 //! write that succeeds is assumed in the mirror at once; one that fails is reported and left
 //! out, so its task is simply pending again in the next session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use kube::{Client, Error as KubeError};
 use serde_json::json;
 use volcano_api::event::{Event, EventType};
-use volcano_api::k8s_openapi::api::core::v1::Pod;
+use volcano_api::k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::scheduling::{PodGroup, Queue};
-use volcano_api::{ObjectKind, ObjectRef};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 use volcano_scheduler::cache::set_pod_scheduled;
 use volcano_scheduler::framework::close::QueueAllocated;
-use volcano_scheduler::framework::{Decisions, POD_SCHEDULED, Unwritten};
+use volcano_scheduler::framework::{Decisions, POD_SCHEDULED, Unwritten, VolumeBinding};
 use volcano_scheduler::model::gpu;
+use volcano_scheduler::model::storage::{BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE};
 
 use crate::events::EventSink;
 use crate::metrics::SchedulerMetrics;
@@ -67,7 +69,8 @@ impl Writer {
         let mut w = Written::default();
         let mut unwritten = Unwritten::default();
         self.annotate_devices(d, mirror).await;
-        self.bind(d, mirror, &mut w).await;
+        let unbound_volumes = self.bind_volumes(d, mirror).await;
+        self.bind(d, mirror, &mut w, &unbound_volumes).await;
         self.evict(d, mirror, &mut w, &mut unwritten).await;
         self.nominate(d, mirror).await;
         self.pod_group_status(d, mirror, &mut w, &mut unwritten)
@@ -114,25 +117,71 @@ impl Writer {
         }
     }
 
-    async fn bind(&self, d: &Decisions, mirror: &mut ClusterMirror, w: &mut Written) {
-        let jobs = d.binds.iter().map(|(key, node)| {
-            let key = key.clone();
-            let api = self.pods(&key.namespace);
-            let node = node.clone();
+    /// Binds the claims the session bound at scheduling, before their pods: a chosen volume's
+    /// `claimRef` (what kube-scheduler itself writes), then the claim's `volumeName` with the
+    /// `bind-completed` annotation (what the PV controller writes next, so the binding does
+    /// not wait for it; a running PV controller finds it consistent and sets the phases); a
+    /// claim to provision gets the `selected-node` annotation its provisioner waits for.
+    /// Returns the pods whose claims could not be written: they are not bound, and are
+    /// pending again next session, as Volcano fails a bind whose volumes failed.
+    async fn bind_volumes(
+        &self,
+        d: &Decisions,
+        mirror: &ClusterMirror,
+    ) -> BTreeSet<NamespacedName> {
+        let jobs = d.volume_bindings.iter().map(|(claim, b)| {
+            let claim = claim.clone();
+            let b = b.clone();
+            let client = self.client.clone();
+            let uid = mirror
+                .indexed()
+                .get::<PersistentVolumeClaim>(&claim)
+                .and_then(|c| c.metadata.uid.clone());
             async move {
-                let started = std::time::Instant::now();
-                let binding = json!({
-                    "apiVersion": "v1",
-                    "kind": "Binding",
-                    "metadata": {"name": key.name, "namespace": key.namespace},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-                });
-                let r: Result<serde_json::Value, KubeError> = api
-                    .create_subresource("binding", &key.name, &PostParams::default(), &binding)
-                    .await;
-                (key, node, r, started.elapsed())
+                let r = write_volume_binding(client, &claim, &b, uid).await;
+                (claim, b, r)
             }
         });
+        let mut failed = BTreeSet::new();
+        for (claim, b, r) in bounded(jobs, self.concurrency).await {
+            if let Err(e) = r {
+                tracing::warn!(claim = %claim, pod = %b.pod, error = %e, "could not bind the claim; the pod goes back to the queue");
+                self.metrics.bind_failures.inc();
+                failed.insert(b.pod);
+            }
+        }
+        failed
+    }
+
+    async fn bind(
+        &self,
+        d: &Decisions,
+        mirror: &mut ClusterMirror,
+        w: &mut Written,
+        unbound_volumes: &BTreeSet<NamespacedName>,
+    ) {
+        let jobs = d
+            .binds
+            .iter()
+            .filter(|(key, _)| !unbound_volumes.contains(key))
+            .map(|(key, node)| {
+                let key = key.clone();
+                let api = self.pods(&key.namespace);
+                let node = node.clone();
+                async move {
+                    let started = std::time::Instant::now();
+                    let binding = json!({
+                        "apiVersion": "v1",
+                        "kind": "Binding",
+                        "metadata": {"name": key.name, "namespace": key.namespace},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                    });
+                    let r: Result<serde_json::Value, KubeError> = api
+                        .create_subresource("binding", &key.name, &PostParams::default(), &binding)
+                        .await;
+                    (key, node, r, started.elapsed())
+                }
+            });
         let results = bounded(jobs, self.concurrency).await;
         for (key, node, r, took) in results {
             match r {
@@ -409,6 +458,54 @@ fn queues_to_write<'a>(
 /// Runs `futures` as tasks, at most `limit` at a time; results in completion order. Tasks
 /// (not a stream borrowing the caller) keep every future owned, and a panic in one is
 /// reported as a lost result rather than taking the session down.
+/// Writes one claim binding (see [`Writer::bind_volumes`]).
+async fn write_volume_binding(
+    client: Client,
+    claim: &NamespacedName,
+    b: &VolumeBinding,
+    uid: Option<String>,
+) -> Result<(), KubeError> {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &claim.namespace);
+    let Some(volume) = &b.volume else {
+        let patch = json!({"metadata": {"annotations": {SELECTED_NODE: &b.node}}});
+        claims
+            .patch(&claim.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        return Ok(());
+    };
+    // The mirror normally knows the claim's UID; ask the API server only when it does not.
+    let uid = match uid {
+        Some(u) => Some(u),
+        None => claims.get(&claim.name).await?.metadata.uid,
+    };
+    let volumes: Api<PersistentVolume> = Api::all(client);
+    let pv_patch = json!({
+        "metadata": {"annotations": {BOUND_BY_CONTROLLER: "yes"}},
+        "spec": {"claimRef": {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "namespace": &claim.namespace,
+            "name": &claim.name,
+            "uid": uid,
+        }},
+    });
+    volumes
+        .patch(volume, &PatchParams::default(), &Patch::Merge(&pv_patch))
+        .await?;
+    let pvc_patch = json!({
+        "metadata": {"annotations": {BIND_COMPLETED: "yes", BOUND_BY_CONTROLLER: "yes"}},
+        "spec": {"volumeName": volume},
+    });
+    claims
+        .patch(
+            &claim.name,
+            &PatchParams::default(),
+            &Patch::Merge(&pvc_patch),
+        )
+        .await?;
+    Ok(())
+}
+
 async fn bounded<F>(futures: impl Iterator<Item = F>, limit: usize) -> Vec<F::Output>
 where
     F: std::future::Future + Send + 'static,

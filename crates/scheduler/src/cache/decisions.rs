@@ -2,11 +2,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use volcano_api::k8s_openapi::api::core::v1::{Pod, PodCondition};
+use volcano_api::k8s_openapi::api::core::v1::{
+    ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition,
+};
 use volcano_api::{NamespacedName, Objects};
 
 use super::object_key;
 use crate::model::gpu;
+use crate::model::storage::{BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE};
 
 /// Applies a session's decisions to the objects as a cluster would: bound pods get their node,
 /// evicted pods are removed, waiting pods get their `PodScheduled=False` condition, PodGroup
@@ -46,6 +49,7 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             }
         }
     }
+    apply_volume_bindings(objs, d);
     objs.pods
         .retain(|p| !evicted.contains(&object_key(&p.metadata)));
     let statuses: HashMap<&NamespacedName, _> =
@@ -65,6 +69,83 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
             q.status.get_or_insert_with(Default::default).allocated = Some((*a).clone());
         }
     }
+}
+
+/// Writes the session's claim bindings: a chosen volume and its claim bound to each other, a
+/// claim to provision annotated with its node.
+fn apply_volume_bindings(objs: &mut Objects, d: &crate::framework::Decisions) {
+    if d.volume_bindings.is_empty() {
+        return;
+    }
+    let mut uids: HashMap<NamespacedName, Option<String>> = HashMap::new();
+    for pvc in &mut objs.persistent_volume_claims {
+        let key = object_key(&pvc.metadata);
+        let Some(b) = d.volume_bindings.get(&key) else {
+            continue;
+        };
+        match &b.volume {
+            Some(v) => bind_claim(pvc, v),
+            None => select_node(pvc, &b.node),
+        }
+        uids.insert(key, pvc.metadata.uid.clone());
+    }
+    let chosen: HashMap<&str, &NamespacedName> = d
+        .volume_bindings
+        .iter()
+        .filter_map(|(c, b)| Some((b.volume.as_deref()?, c)))
+        .collect();
+    for pv in &mut objs.persistent_volumes {
+        let Some(claim) = pv.metadata.name.as_deref().and_then(|n| chosen.get(n)) else {
+            continue;
+        };
+        let uid = uids.get(*claim).cloned().flatten();
+        bind_volume_to_claim(pv, claim, uid);
+    }
+}
+
+/// Points `pv`'s `claimRef` at `claim` (kube-scheduler's own write when it binds a claim at
+/// scheduling), with the annotation saying a controller did it and the phase the PV
+/// controller then sets.
+pub fn bind_volume_to_claim(
+    pv: &mut PersistentVolume,
+    claim: &NamespacedName,
+    uid: Option<String>,
+) {
+    pv.spec.get_or_insert_with(Default::default).claim_ref = Some(ObjectReference {
+        api_version: Some("v1".to_string()),
+        kind: Some("PersistentVolumeClaim".to_string()),
+        namespace: Some(claim.namespace.clone()),
+        name: Some(claim.name.clone()),
+        uid,
+        ..Default::default()
+    });
+    pv.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+    pv.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
+}
+
+/// Completes `pvc`'s binding to volume `volume`, as the PV controller does once the volume's
+/// `claimRef` names the claim: `spec.volumeName`, the `bind-completed` and
+/// `bound-by-controller` annotations, phase `Bound`.
+pub fn bind_claim(pvc: &mut PersistentVolumeClaim, volume: &str) {
+    pvc.spec.get_or_insert_with(Default::default).volume_name = Some(volume.to_string());
+    let a = pvc
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    a.insert(BIND_COMPLETED.to_string(), "yes".to_string());
+    a.insert(BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+    pvc.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
+}
+
+/// Asks the claim's provisioner for a volume reachable from `node`, as kube-scheduler does.
+pub fn select_node(pvc: &mut PersistentVolumeClaim, node: &str) {
+    pvc.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(SELECTED_NODE.to_string(), node.to_string());
 }
 
 /// Binds a pod to `node`, as the API server's binding does: the pod is scheduled now.

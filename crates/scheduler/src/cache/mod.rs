@@ -9,7 +9,10 @@ mod decisions;
 mod incremental;
 mod task;
 
-pub use decisions::{apply_decisions, bind_pod, nominate_pod, set_gpu_devices, set_pod_scheduled};
+pub use decisions::{
+    apply_decisions, bind_claim, bind_pod, bind_volume_to_claim, nominate_pod, select_node,
+    set_gpu_devices, set_pod_scheduled,
+};
 pub use incremental::SchedulerCache;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

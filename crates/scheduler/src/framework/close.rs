@@ -54,6 +54,18 @@ pub struct QueueAllocated {
     pub changed: bool,
 }
 
+/// How a session bound one claim, for a pod it bound: written before the pod's binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeBinding {
+    /// The pod whose placement decided it.
+    pub pod: NamespacedName,
+    /// The node the pod was bound to.
+    pub node: String,
+    /// The PersistentVolume chosen for the claim; `None` when the claim is to be provisioned
+    /// for `node` (its `volume.kubernetes.io/selected-node` annotation).
+    pub volume: Option<String>,
+}
+
 /// Everything a session decided.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
@@ -62,6 +74,8 @@ pub struct Decisions {
     /// `(pod, volcano.sh/vgpu-ids-new)`: the GPU devices each pod bound here holds, to be
     /// written on the pod before it is bound.
     pub gpu_devices: Vec<(NamespacedName, String)>,
+    /// Claim → how it is bound, for the claims still to bind of pods bound in the session.
+    pub volume_bindings: BTreeMap<NamespacedName, VolumeBinding>,
     /// Pods to evict.
     pub evictions: Vec<NamespacedName>,
     /// Pod evicted → why: the preemptor or the reclaiming queue.
@@ -248,6 +262,20 @@ impl Session {
                 .collect(),
             ..Default::default()
         };
+        if !s.cluster.assumed_bindings.is_empty() {
+            let bound: BTreeSet<_> = self.binds.iter().map(|(t, _)| *t).collect();
+            for b in &s.cluster.assumed_bindings {
+                if bound.contains(&b.task) {
+                    d.volume_bindings
+                        .entry(b.claim.clone())
+                        .or_insert_with(|| VolumeBinding {
+                            pod: s.task(b.task).key.clone(),
+                            node: b.node.clone(),
+                            volume: b.volume.clone(),
+                        });
+                }
+            }
+        }
         for t in &s.tasks {
             if t.status == TaskStatus::Pipelined
                 && let Some(n) = t.node

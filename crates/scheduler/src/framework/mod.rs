@@ -18,7 +18,7 @@ mod session;
 pub mod signals;
 mod statement;
 
-pub use close::{Decisions, Unschedulable, Unwritten};
+pub use close::{Decisions, Unschedulable, Unwritten, VolumeBinding};
 pub use conditions::{Event, EventType};
 pub use observer::{SessionObserver, Unobserved};
 pub use plugin::{EvictionUnit, Plugin, PluginSlot, QueueShare, Verdict, Vote};

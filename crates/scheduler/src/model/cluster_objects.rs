@@ -2,8 +2,11 @@
 //! labels (pod affinity's `namespaceSelector`) and the storage objects (volume filters).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use volcano_api::Objects;
+
+use super::storage::{ClaimBinding, StorageCatalog};
 
 /// The label Kubernetes puts on every namespace, naming it.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -14,6 +17,11 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub struct ClusterObjects {
     /// Each known namespace's labels, with the name label Kubernetes always sets.
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes.
+    pub storage: Arc<StorageCatalog>,
+    /// The claim bindings the session's placements assumed, written by the volume filters when
+    /// the session closes; empty in a snapshot the cache hands out.
+    pub assumed_bindings: Vec<ClaimBinding>,
 }
 
 impl ClusterObjects {
@@ -29,7 +37,11 @@ impl ClusterObjects {
                 Some((name, labels))
             })
             .collect();
-        ClusterObjects { namespace_labels }
+        ClusterObjects {
+            namespace_labels,
+            storage: Arc::new(StorageCatalog::of(objs)),
+            assumed_bindings: Vec::new(),
+        }
     }
 
     /// The labels of namespace `ns`: those it carries when the namespace is known, otherwise

@@ -12,6 +12,7 @@ pub mod node_table;
 mod queue;
 mod snapshot;
 mod snapshot_state;
+pub mod storage;
 mod task;
 
 pub use cluster_objects::{ClusterObjects, NAMESPACE_NAME_LABEL};

@@ -36,6 +36,8 @@ trait Filter: Send {
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {}
     /// `t`'s placement was undone, or `t` is being evicted.
     fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {}
+    /// The session is closing: write what the session's decisions need into the snapshot.
+    fn on_session_close(&mut self, s: &mut Snapshot) {}
 }
 
 /// The predicates plugin.
@@ -119,6 +121,12 @@ impl Plugin for Predicates {
     fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {
         for f in &mut self.filters {
             f.on_deallocate(s, t);
+        }
+    }
+
+    fn on_session_close(&mut self, s: &mut Snapshot, _session_uid: &str) {
+        for f in &mut self.filters {
+            f.on_session_close(s);
         }
     }
 }
