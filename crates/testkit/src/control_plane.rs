@@ -23,10 +23,13 @@ const ADMIN_TOKEN: &str = "volcano-rs-test-admin";
 const READY_SECS: u64 = 60;
 
 /// What runs in kube-controller-manager: ServiceAccounts for new namespaces, garbage
-/// collection of owned objects, namespace deletion, and Deployments for PodGroups of
-/// ReplicaSet pods. Node lifecycle stays off: the test kubelets send no heartbeats.
+/// collection of owned objects, namespace deletion, Deployments for PodGroups of ReplicaSet
+/// pods, and the PV binder, which makes new volumes Available (kube-scheduler's binder, and
+/// ours, only offer Available volumes) and completes the bindings the scheduler starts. Node
+/// lifecycle stays off: the test kubelets send no heartbeats.
 const CONTROLLERS: &str = "serviceaccount-controller,garbage-collector-controller,\
-namespace-controller,deployment-controller,replicaset-controller";
+namespace-controller,deployment-controller,replicaset-controller,\
+persistentvolume-binder-controller";
 
 /// A running real control plane. Dropping it kills every process and removes its folder.
 #[derive(Debug)]
