@@ -100,7 +100,7 @@ impl Assumed {
     fn find(&self, s: &Snapshot, vols: &PodVolumes, n: NodeId) -> Result<Choices, FitReason> {
         let cat = &s.cluster.storage;
         let node = &s.node(n).node;
-        let conflict = |r: &str| FitReason::unresolvable(r).depending_on_pods();
+        let conflict = |r: &'static str| FitReason::unresolvable(r).depending_on_pods();
         for v in &vols.bound {
             match cat.volume(v) {
                 None => return Err(conflict(PV_NOT_EXIST)),

@@ -437,7 +437,7 @@ mod tests {
         let v = pod_volumes(&cat, &pod("data"), ALL);
         assert_eq!(
             v.pre.map(|e| (e.reason, e.unresolvable)),
-            Some(("persistentvolumeclaim \"data\" not found".to_string(), true))
+            Some(("persistentvolumeclaim \"data\" not found".into(), true))
         );
     }
 
