@@ -15,6 +15,8 @@ mod volumes;
 
 pub use node::{node_affinity_matches, term_matches, tolerates_all};
 
+use std::cell::RefCell;
+
 use crate::conf::Arguments;
 use crate::fit::FitReason;
 use crate::framework::Plugin;
@@ -28,6 +30,11 @@ trait Filter: Send {
     /// off every node.
     fn pre_filter(&self, s: &Snapshot, t: TaskId) -> Result<(), FitReason> {
         Ok(())
+    }
+    /// Whether the filter may fail `t` on some node now; `false` lets the node scan skip it
+    /// for `t`. Asked again after every placement or eviction of the session.
+    fn concerns(&self, s: &Snapshot, t: TaskId) -> bool {
+        true
     }
     /// Whether `t` may run on `n`. Must cost next to nothing for a task the filter does not
     /// concern: it runs for every task on every node.
@@ -46,6 +53,18 @@ pub struct Predicates {
     taint_toleration: bool,
     /// The filters that depend on more than the node itself, in kube-scheduler's order.
     filters: Vec<Box<dyn Filter>>,
+    /// Placements and evictions seen in the session, so [`Concerned`] knows when it is stale.
+    generation: u64,
+    /// The filters that concern the task last asked about: a scan asks about one task on
+    /// many nodes, and most tasks concern no filter, so each node costs one comparison.
+    concerned: RefCell<Option<Concerned>>,
+}
+
+/// Which filters concern one task, as of one generation.
+struct Concerned {
+    task: TaskId,
+    generation: u64,
+    filters: Vec<usize>,
 }
 
 impl Predicates {
@@ -74,6 +93,8 @@ impl Predicates {
             node_affinity: args.bool_or("predicate.NodeAffinityEnable", true),
             taint_toleration: args.bool_or("predicate.TaintTolerationEnable", true),
             filters,
+            generation: 0,
+            concerned: RefCell::new(None),
         }
     }
 }
@@ -109,16 +130,38 @@ impl Plugin for Predicates {
                 return Some(checked);
             }
         }
-        Some(self.filters.iter().try_for_each(|f| f.filter(s, t, n)))
+        let mut concerned = self.concerned.borrow_mut();
+        let fresh = concerned
+            .as_ref()
+            .is_some_and(|c| c.task == t && c.generation == self.generation);
+        if !fresh {
+            *concerned = Some(Concerned {
+                task: t,
+                generation: self.generation,
+                filters: (0..self.filters.len())
+                    .filter(|&i| self.filters[i].concerns(s, t))
+                    .collect(),
+            });
+        }
+        let Some(c) = concerned.as_ref() else {
+            return Some(Ok(()));
+        };
+        Some(
+            c.filters
+                .iter()
+                .try_for_each(|&i| self.filters[i].filter(s, t, n)),
+        )
     }
 
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
+        self.generation += 1;
         for f in &mut self.filters {
             f.on_allocate(s, t);
         }
     }
 
     fn on_deallocate(&mut self, s: &Snapshot, t: TaskId) {
+        self.generation += 1;
         for f in &mut self.filters {
             f.on_deallocate(s, t);
         }

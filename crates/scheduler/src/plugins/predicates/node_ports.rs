@@ -175,6 +175,10 @@ impl NodePorts {
 }
 
 impl Filter for NodePorts {
+    fn concerns(&self, s: &Snapshot, t: TaskId) -> bool {
+        has_host_ports(&s.task(t).pod)
+    }
+
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
         // The scan asks about one task on many nodes: answer a task without ports from one
         // comparison.

@@ -293,6 +293,10 @@ impl InterPodAffinity {
 }
 
 impl Filter for InterPodAffinity {
+    fn concerns(&self, _s: &Snapshot, t: TaskId) -> bool {
+        !self.owners.is_empty() || self.terms.of_task(t).is_some_and(|pt| pt.has_required())
+    }
+
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
         let required = self.terms.of_task(t).is_some_and(|pt| pt.has_required());
         if !required && self.owners.is_empty() {

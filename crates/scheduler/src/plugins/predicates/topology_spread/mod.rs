@@ -214,6 +214,10 @@ impl TopologySpread {
 }
 
 impl Filter for TopologySpread {
+    fn concerns(&self, s: &Snapshot, t: TaskId) -> bool {
+        !self.defaults.is_empty() || constraints::declares_constraints(&s.task(t).pod)
+    }
+
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
         // The scan asks about one task on many nodes: answer a task without constraints
         // from one comparison.

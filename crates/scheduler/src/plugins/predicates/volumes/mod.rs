@@ -101,6 +101,10 @@ impl Filter for Volumes {
         }
     }
 
+    fn concerns(&self, s: &Snapshot, t: TaskId) -> bool {
+        uses_claims(&s.task(t).pod)
+    }
+
     fn filter(&self, s: &Snapshot, t: TaskId, n: NodeId) -> Result<(), FitReason> {
         if !uses_claims(&s.task(t).pod) {
             return Ok(());
