@@ -1,5 +1,5 @@
-//! Kubernetes label selectors (`matchLabels` and `matchExpressions`) as pod affinity and
-//! topology spread read them.
+//! Kubernetes label selectors (`matchLabels` and `matchExpressions`) as topology spread and
+//! volume selectors read them, and the set operators node selectors share with them.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,6 @@ use volcano_api::k8s_openapi;
 /// Whether `labels` satisfy `selector`: every `matchLabels` pair and every expression. An
 /// empty selector matches every set of labels; callers treat an absent one (which matches
 /// nothing in affinity terms) themselves.
-#[allow(dead_code)] // Used by the pod affinity and topology spread rules being built.
 pub fn selector_matches(
     selector: &LabelSelector,
     labels: Option<&BTreeMap<String, String>>,
@@ -27,16 +26,22 @@ pub fn selector_matches(
         .all(|r| requirement_matches(r, get(&r.key)))
 }
 
-/// One `matchExpressions` requirement against the label's value (`None` when absent). An
-/// unknown operator matches nothing, as the API server would have refused it.
+/// One `matchExpressions` requirement against the label's value (`None` when absent).
 fn requirement_matches(r: &LabelSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or(&[]);
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        _ => false,
+    set_operator_matches(&r.operator, value, r.values.as_deref().unwrap_or(&[])).unwrap_or(false)
+}
+
+/// A set operator (`In`, `NotIn`, `Exists`, `DoesNotExist`) applied to a label's value
+/// (`None` when absent); `None` for any other operator, which the caller decides (node
+/// selectors add `Gt`/`Lt`; elsewhere an unknown operator matches nothing, as the API server
+/// would have refused it).
+pub fn set_operator_matches(op: &str, value: Option<&str>, values: &[String]) -> Option<bool> {
+    match op {
+        "In" => Some(value.is_some_and(|v| values.iter().any(|x| x == v))),
+        "NotIn" => Some(value.is_none_or(|v| !values.iter().any(|x| x == v))),
+        "Exists" => Some(value.is_some()),
+        "DoesNotExist" => Some(value.is_none()),
+        _ => None,
     }
 }
 

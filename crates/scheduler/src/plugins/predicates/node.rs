@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
 use volcano_api::k8s_openapi;
 
 use crate::fit::FitReason;
+use crate::plugins::label_selector::set_operator_matches;
 
 /// Why a node failed the pod's node selector or required node affinity.
 const NODE_AFFINITY_MISMATCH: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -22,24 +23,18 @@ fn requirement_matches(node: &Node, r: &NodeSelectorRequirement, field: bool) ->
         label(node, &r.key)
     };
     let values = r.values.as_deref().unwrap_or(&[]);
+    if let Some(matched) = set_operator_matches(&r.operator, value, values) {
+        return matched;
+    }
+    let (Some(v), Some(bound)) = (
+        value.and_then(|v| v.parse::<i64>().ok()),
+        values.first().and_then(|b| b.parse::<i64>().ok()),
+    ) else {
+        return false;
+    };
     match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (
-                value.and_then(|v| v.parse::<i64>().ok()),
-                values.first().and_then(|b| b.parse::<i64>().ok()),
-            ) else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
+        "Gt" => v > bound,
+        "Lt" => v < bound,
         _ => false,
     }
 }
