@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::fit::FitErrors;
 use crate::framework::Session;
-use crate::model::{JobId, NodeId, TaskId};
+use crate::model::{JobId, NodeId, NodeSet, TaskId};
 use crate::resource::PODS_DIM;
 
 /// Volcano's `--minimum-feasible-nodes`.
@@ -60,6 +60,8 @@ pub struct NodeFinder {
     next: usize,
     /// The last search's answer, kept to reuse its allocation.
     found: Vec<NodeId>,
+    /// The nodes the plugins left open for the last task, kept to reuse its allocation.
+    open: NodeSet,
 }
 
 impl NodeFinder {
@@ -68,10 +70,15 @@ impl NodeFinder {
         NodeFinder {
             next: 0,
             found: Vec::new(),
+            open: NodeSet::default(),
         }
     }
 
-    /// The nodes `t` may go to, recording every rejection in `fe`.
+    /// The nodes `t` may go to. When none is, `fe` holds every node's reason; when some are,
+    /// it may lack the reasons of nodes the plugins closed as a whole (nobody reads it then).
+    ///
+    /// The answer is the first feasible nodes from the rotating start, whether or not the
+    /// plugins narrowed the scan: narrowing only skips nodes that would fail.
     pub fn feasible(
         &mut self,
         ssn: &Session,
@@ -80,26 +87,72 @@ impl NodeFinder {
         cache: &mut PredicateCache,
         fe: &mut FitErrors,
     ) -> &[NodeId] {
+        let n = ssn.snap.nodes.len();
+        let narrowed = ssn.narrow_nodes(t, &mut self.open);
+        let scan = Scan {
+            ssn,
+            t,
+            check,
+            start: self.next,
+        };
+        let mut processed = scan.run(narrowed.then_some(&self.open), cache, fe, &mut self.found);
+        if narrowed && self.found.is_empty() {
+            // The task fits nowhere: walk every node for the reasons it failed each.
+            *fe = FitErrors::new(fe.total_nodes);
+            processed = scan.run(None, cache, fe, &mut self.found);
+        }
+        if n > 0 {
+            self.next = (self.next + processed) % n;
+        }
+        &self.found
+    }
+}
+
+/// One walk over the nodes for one task.
+struct Scan<'a> {
+    ssn: &'a Session,
+    t: TaskId,
+    check: ResourceCheck,
+    start: usize,
+}
+
+impl Scan<'_> {
+    /// Collects feasible nodes into `found` until it has enough, skipping those not `open`;
+    /// returns how many nodes it walked past.
+    fn run(
+        &self,
+        open: Option<&NodeSet>,
+        cache: &mut PredicateCache,
+        fe: &mut FitErrors,
+        found: &mut Vec<NodeId>,
+    ) -> usize {
+        let (ssn, t, check) = (self.ssn, self.t, self.check);
         let s = &ssn.snap;
         let n = s.nodes.len();
         let want = num_feasible_nodes_to_find(n, ssn.percentage_nodes_to_find);
         let task = s.task(t);
         let req = s.node_request(&task.resreq);
-        let key = match (&task.job, &task.role) {
-            (Some(j), Some(r)) if cache.enabled => Some((*j, r.clone())),
+        // Looked up once: hashing the role name for every node would cost more than most
+        // checks.
+        let mut failed = match (&task.job, &task.role) {
+            (Some(j), Some(r)) if cache.enabled => {
+                Some(cache.failed.entry((*j, r.clone())).or_default())
+            }
             _ => None,
         };
-        let found = &mut self.found;
         found.clear();
         let mut processed = 0;
         while processed < n && found.len() < want {
-            let nid = NodeId(((self.next + processed) % n) as u32);
+            let nid = NodeId(((self.start + processed) % n) as u32);
             processed += 1;
-            if let Some(reason) = key
-                .as_ref()
-                .and_then(|k| cache.failed.get(k))
-                .and_then(|m| m.get(&nid))
-            {
+            if open.is_some_and(|o| !o.contains(nid)) {
+                debug_assert!(
+                    ssn.predicate(t, nid).is_err(),
+                    "a plugin closed node {nid:?} for task {t:?}, whose predicates pass there"
+                );
+                continue;
+            }
+            if let Some(reason) = failed.as_ref().and_then(|m| m.get(&nid)) {
                 fe.add(reason);
                 continue;
             }
@@ -121,13 +174,9 @@ impl NodeFinder {
                     &node.future_idle,
                     std::iter::once(short),
                 );
-                if let Some(k) = &key {
+                if let Some(m) = failed.as_mut() {
                     let r = format!("Insufficient {}", s.dims.name(short));
-                    cache
-                        .failed
-                        .entry(k.clone())
-                        .or_default()
-                        .insert(nid, r.into());
+                    m.insert(nid, r.into());
                 }
                 continue;
             } else if check == ResourceCheck::PodSlot
@@ -150,16 +199,13 @@ impl NodeFinder {
                 None => found.push(nid),
                 Some(r) => {
                     fe.add(&r);
-                    if let Some(k) = &key {
-                        cache.failed.entry(k.clone()).or_default().insert(nid, r);
+                    if let Some(m) = failed.as_mut() {
+                        m.insert(nid, r);
                     }
                 }
             }
         }
-        if n > 0 {
-            self.next = (self.next + processed) % n;
-        }
-        &self.found
+        processed
     }
 }
 

@@ -7,7 +7,7 @@ use super::plugin::{EvictionUnit, Plugin, PluginSlot, Verdict, Vote};
 use super::session::Session;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
-use crate::model::{JobId, NodeId, QueueId, TaskId};
+use crate::model::{JobId, NodeId, NodeSet, QueueId, TaskId};
 
 impl Session {
     fn enabled(&self, gate: fn(&PluginFlags) -> bool) -> impl Iterator<Item = &PluginSlot> {
@@ -77,6 +77,17 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Refills `nodes` with every node, then lets the node-checking plugins take out those
+    /// they know `t` fails on; returns whether any did.
+    pub fn narrow_nodes(&self, t: TaskId, nodes: &mut NodeSet) -> bool {
+        let all = self.snap.nodes.len();
+        nodes.fill(all);
+        for &(ti, si) in &self.node_checks {
+            self.tiers[ti][si].plugin.narrow_nodes(&self.snap, t, nodes);
+        }
+        nodes.len() < all
     }
 
     /// Scores every candidate node for `t` (Σ node-order and batch scores), into `scores`.

@@ -18,7 +18,7 @@ use volcano_api::k8s_openapi;
 
 use super::Filter;
 use crate::fit::FitReason;
-use crate::model::{NodeId, Snapshot, TaskId, TaskStatus};
+use crate::model::{NodeId, NodeSet, Snapshot, TaskId, TaskStatus};
 
 /// kube-scheduler's reason for a node where a requested host port is taken.
 pub(super) const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
@@ -84,12 +84,19 @@ struct PortIndex {
     /// Ports in use on each node that has any, with how many pods hold each (a port bound
     /// twice, by another scheduler, stays in use until both pods are gone).
     used: HashMap<NodeId, Vec<(HostPort, u32)>>,
+    /// The nodes where each (protocol, port) is in use on some address.
+    holders: HashMap<(String, i32), NodeSet>,
+    /// How many nodes the snapshot has.
+    nodes: usize,
 }
 
 impl PortIndex {
     /// Indexes every pod on a node except those finished or evicted in the session.
     fn build(s: &Snapshot, evicted: &HashSet<TaskId>) -> Self {
-        let mut index = PortIndex::default();
+        let mut index = PortIndex {
+            nodes: s.nodes.len(),
+            ..PortIndex::default()
+        };
         for (i, task) in s.tasks.iter().enumerate() {
             let t = TaskId(i as u32);
             let Some(n) = task.node else { continue };
@@ -110,6 +117,10 @@ impl PortIndex {
         }
         let used = self.used.entry(n).or_default();
         for port in host_ports(&s.task(t).pod) {
+            self.holders
+                .entry((port.protocol.clone(), port.port))
+                .or_insert_with(|| NodeSet::empty(self.nodes))
+                .insert(n);
             match used.iter_mut().find(|(p, _)| *p == port) {
                 Some((_, holders)) => *holders += 1,
                 None => used.push((port, 1)),
@@ -131,17 +142,27 @@ impl PortIndex {
                     used.swap_remove(i);
                 }
             }
+            let still_held = used
+                .iter()
+                .any(|(p, _)| p.port == port.port && p.protocol == port.protocol);
+            if !still_held
+                && let Some(holders) = self.holders.get_mut(&(port.protocol.clone(), port.port))
+            {
+                holders.remove(n);
+            }
         }
     }
 
     fn fits(&self, want: &[HostPort], n: NodeId) -> bool {
-        let Some(used) = self.used.get(&n) else {
-            return true;
-        };
-        !want
-            .iter()
-            .any(|w| used.iter().any(|(p, _)| p.conflicts(w)))
+        self.used.get(&n).is_none_or(|used| free(used, want))
     }
+}
+
+/// Whether none of `want` conflicts with the ports `used` on one node.
+fn free(used: &[(HostPort, u32)], want: &[HostPort]) -> bool {
+    !want
+        .iter()
+        .any(|w| used.iter().any(|(p, _)| p.conflicts(w)))
 }
 
 /// The ports asked by the task last checked, kept while the scan walks the nodes.
@@ -174,6 +195,28 @@ impl NodePorts {
     }
 }
 
+impl NodePorts {
+    /// Runs `f` over the port index (built on first need) and the ports `t` asks for.
+    fn with_index<R>(
+        &self,
+        s: &Snapshot,
+        t: TaskId,
+        f: impl FnOnce(&PortIndex, &[HostPort]) -> R,
+    ) -> R {
+        let mut asked = self.asked.borrow_mut();
+        let asked = match &mut *asked {
+            Some(a) if a.task == t => a,
+            slot => slot.insert(Asked {
+                task: t,
+                ports: host_ports(&s.task(t).pod),
+            }),
+        };
+        let mut index = self.index.borrow_mut();
+        let index = index.get_or_insert_with(|| PortIndex::build(s, &self.evicted));
+        f(index, &asked.ports)
+    }
+}
+
 impl Filter for NodePorts {
     fn concerns(&self, s: &Snapshot, t: TaskId) -> bool {
         has_host_ports(&s.task(t).pod)
@@ -190,21 +233,36 @@ impl Filter for NodePorts {
             }
             _ => {}
         }
-        let mut asked = self.asked.borrow_mut();
-        let asked = match &mut *asked {
-            Some(a) if a.task == t => a,
-            slot => slot.insert(Asked {
-                task: t,
-                ports: host_ports(&s.task(t).pod),
-            }),
-        };
-        let mut index = self.index.borrow_mut();
-        let index = index.get_or_insert_with(|| PortIndex::build(s, &self.evicted));
-        if index.fits(&asked.ports, n) {
-            Ok(())
-        } else {
-            Err(FitReason::resolvable(ERR_REASON).depending_on_pods())
+        self.with_index(s, t, |index, want| {
+            if index.fits(want, n) {
+                Ok(())
+            } else {
+                Err(FitReason::resolvable(ERR_REASON).depending_on_pods())
+            }
+        })
+    }
+
+    fn narrow(&self, s: &Snapshot, t: TaskId, nodes: &mut NodeSet) {
+        if !has_host_ports(&s.task(t).pod) {
+            return;
         }
+        self.with_index(s, t, |index, want| {
+            for w in want {
+                let Some(holders) = index.holders.get(&(w.protocol.clone(), w.port)) else {
+                    continue;
+                };
+                if w.ip == BIND_ALL {
+                    // Every address of the node is asked: any holder conflicts.
+                    nodes.difference_with(holders);
+                } else {
+                    for (&n, used) in &index.used {
+                        if holders.contains(n) && !free(used, std::slice::from_ref(w)) {
+                            nodes.remove(n);
+                        }
+                    }
+                }
+            }
+        });
     }
 
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
@@ -267,7 +325,10 @@ mod tests {
 
     /// Whether a pod asking `want` fits a node whose pods hold `used`.
     fn fits(used: Vec<ContainerPort>, want: Vec<ContainerPort>) -> bool {
-        let mut index = PortIndex::default();
+        let mut index = PortIndex {
+            nodes: s.nodes.len(),
+            ..PortIndex::default()
+        };
         let held = index.used.entry(NodeId(0)).or_default();
         for p in host_ports(&pod_with(used)) {
             held.push((p, 1));

@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::terms::{KeyId, Labels, TermId, Terms};
-use crate::model::{ClusterObjects, NodeId, Snapshot, TaskId};
+use crate::model::{ClusterObjects, NodeId, NodeSet, Snapshot, TaskId};
+use smallvec::SmallVec;
 
 /// Hashes the integer keys of the domain maps with one multiplication: they are small
 /// distinct integers, and SipHash would be most of a node check's cost.
@@ -51,6 +52,53 @@ pub(in crate::plugins) fn bump(counts: &mut DomainCounts, at: u64, delta: i64) -
         return -isize::from(was);
     }
     isize::from(!was)
+}
+
+/// The nodes of every domain where a count is positive, per topology key: what a scan for a
+/// pod the counts keep out (or in) may skip without asking node by node.
+#[derive(Debug, Default)]
+pub(in crate::plugins) struct Occupied {
+    by_key: SmallVec<[(KeyId, NodeSet); 1]>,
+}
+
+impl Occupied {
+    /// Adds `delta` at `(key, d)` of `counts`, keeping the occupied nodes in step.
+    fn bump(
+        &mut self,
+        terms: &Terms,
+        counts: &mut DomainCounts,
+        key: KeyId,
+        d: u32,
+        delta: i64,
+    ) -> isize {
+        let at = pair(key, d);
+        let before = counts.get(&at).is_some_and(|&c| c > 0);
+        let change = bump(counts, at, delta);
+        let after = counts.get(&at).is_some_and(|&c| c > 0);
+        if before != after {
+            let i = match self.by_key.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    self.by_key.push((key, NodeSet::empty(terms.node_count())));
+                    self.by_key.len() - 1
+                }
+            };
+            let set = &mut self.by_key[i].1;
+            for &n in terms.nodes_in(key, d) {
+                if after {
+                    set.insert(n);
+                } else {
+                    set.remove(n);
+                }
+            }
+        }
+        change
+    }
+
+    /// The nodes of `key`'s domains where the count is positive (`None`: none ever was).
+    pub(in crate::plugins) fn of(&self, key: KeyId) -> Option<&NodeSet> {
+        self.by_key.iter().find(|(k, _)| *k == key).map(|(_, s)| s)
+    }
 }
 
 /// Which pods count as on a node: those on a node in the snapshot or placed in the session,
@@ -149,7 +197,7 @@ pub(in crate::plugins) type QueryId = u32;
 /// `affinityCounts` and `antiAffinityCounts`, kept for every query of the session at once.
 #[derive(Debug, Default)]
 pub(in crate::plugins) struct Selected {
-    queries: Vec<(Vec<TermId>, DomainCounts)>,
+    queries: Vec<(Vec<TermId>, DomainCounts, Occupied)>,
     ids: HashMap<Vec<TermId>, QueryId>,
     index: LabelIndex<QueryId>,
     /// Whether the counts were filled from the pods on nodes; until then nothing is counted
@@ -173,7 +221,8 @@ impl Selected {
         let id = self.queries.len() as QueryId;
         let label = of.first().and_then(|&t| terms.term(t).required_label());
         self.index.insert(id, label);
-        self.queries.push((of.to_vec(), DomainCounts::default()));
+        self.queries
+            .push((of.to_vec(), DomainCounts::default(), Occupied::default()));
         self.ids.insert(of.to_vec(), id);
         if self.built {
             for (t, n) in placed.each(s) {
@@ -220,14 +269,14 @@ impl Selected {
     }
 
     fn count(&mut self, s: &Snapshot, terms: &Terms, q: QueryId, t: TaskId, n: NodeId, delta: i64) {
-        let (of, counts) = &mut self.queries[q as usize];
+        let (of, counts, occupied) = &mut self.queries[q as usize];
         if of.is_empty() || !of.iter().all(|&id| terms.selects(s, id, t)) {
             return;
         }
         for &id in of.iter() {
             let key = terms.key_of(id);
             if let Some(d) = terms.domain(key, n) {
-                bump(counts, pair(key, d), delta);
+                occupied.bump(terms, counts, key, d, delta);
             }
         }
     }
@@ -236,6 +285,11 @@ impl Selected {
     #[inline]
     pub(in crate::plugins) fn counts(&self, q: QueryId) -> &DomainCounts {
         &self.queries[q as usize].1
+    }
+
+    /// The nodes of `key`'s domains holding pods that match query `q`.
+    pub(in crate::plugins) fn occupied(&self, q: QueryId) -> &Occupied {
+        &self.queries[q as usize].2
     }
 }
 
@@ -247,6 +301,8 @@ impl Selected {
 pub(in crate::plugins) struct Owners {
     /// By term id: the owners' weights by domain.
     by_term: Vec<DomainCounts>,
+    /// By term id: the nodes of the domains with owners.
+    occupied: Vec<Occupied>,
     /// By term id: whether the term is in `index`.
     filed: Vec<bool>,
     index: LabelIndex<TermId>,
@@ -264,13 +320,14 @@ impl Owners {
         let i = id as usize;
         if self.by_term.len() <= i {
             self.by_term.resize_with(i + 1, DomainCounts::default);
+            self.occupied.resize_with(i + 1, Occupied::default);
             self.filed.resize(i + 1, false);
         }
         if !self.filed[i] {
             self.filed[i] = true;
             self.index.insert(id, terms.term(id).required_label());
         }
-        let change = bump(&mut self.by_term[i], pair(key, d), weight);
+        let change = self.occupied[i].bump(terms, &mut self.by_term[i], key, d, weight);
         self.entries = self.entries.saturating_add_signed(change);
     }
 
@@ -302,6 +359,11 @@ impl Owners {
         static EMPTY: std::sync::LazyLock<DomainCounts> =
             std::sync::LazyLock::new(DomainCounts::default);
         self.by_term.get(id as usize).unwrap_or(&EMPTY)
+    }
+
+    /// The nodes of the domains where term `id` has owners.
+    pub(in crate::plugins) fn occupied(&self, id: TermId) -> Option<&Occupied> {
+        self.occupied.get(id as usize)
     }
 
     /// The owners' weight of term `id` at `at`.

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 
 use super::Filter;
 use crate::fit::FitReason;
-use crate::model::{NodeId, Snapshot, TaskId, TaskStatus};
+use crate::model::{NodeId, NodeSet, Snapshot, TaskId, TaskStatus};
 use index::{DomainCounts, Owners, Placed, QueryId, Selected, pair};
 use smallvec::SmallVec;
 use terms::{KeyId, TermId, Terms};
@@ -254,6 +254,20 @@ impl InterPodAffinity {
         (affinity, anti)
     }
 
+    /// The nodes of the domains of `key` that `domains` holds, when kept as a set.
+    fn occupied<'a>(
+        &'a self,
+        domains: &Domains,
+        selected: &'a Selected,
+        key: KeyId,
+    ) -> Option<&'a NodeSet> {
+        match domains {
+            Domains::Listed(_) => None,
+            Domains::Selected(q) => selected.occupied(*q).of(key),
+            Domains::Owned(id) => self.owners.occupied(*id).and_then(|o| o.of(key)),
+        }
+    }
+
     /// kube-scheduler's three checks, in its order, on one node.
     fn check(&self, view: &TaskView, selected: &Selected, n: NodeId) -> Result<(), FitReason> {
         let owners = &self.owners;
@@ -308,6 +322,48 @@ impl Filter for InterPodAffinity {
         match view {
             Some(v) => self.check(v, selected, n),
             None => Ok(()),
+        }
+    }
+
+    fn narrow(&self, s: &Snapshot, t: TaskId, nodes: &mut NodeSet) {
+        let required = self.terms.of_task(t).is_some_and(|pt| pt.has_required());
+        if !required && self.owners.is_empty() {
+            return;
+        }
+        let mut lazy = self.lazy.borrow_mut();
+        self.view(&mut lazy, s, t);
+        let Lazy { selected, view } = &*lazy;
+        let Some(view) = view else { return };
+        let terms = &self.terms;
+        if let Some(keys) = &view.affinity {
+            for (key, domains) in keys {
+                let key = *key;
+                if view.first_of_group {
+                    nodes.retain(|n| terms.domain(key, n).is_some());
+                } else if let Domains::Listed(listed) = domains {
+                    // Only the domains holding the pods it needs stay open.
+                    let mut open = NodeSet::empty(s.nodes.len());
+                    for &d in listed {
+                        terms.nodes_in(key, d).iter().for_each(|&n| open.insert(n));
+                    }
+                    nodes.intersect_with(&open);
+                } else {
+                    match self.occupied(domains, selected, key) {
+                        Some(open) => nodes.intersect_with(open),
+                        None => nodes.retain(|_| false),
+                    }
+                }
+            }
+        }
+        for (key, domains) in view.anti_affinity.iter().chain(&view.existing) {
+            let key = *key;
+            if let Domains::Listed(listed) = domains {
+                for &d in listed {
+                    terms.nodes_in(key, d).iter().for_each(|&n| nodes.remove(n));
+                }
+            } else if let Some(closed) = self.occupied(domains, selected, key) {
+                nodes.difference_with(closed);
+            }
         }
     }
 

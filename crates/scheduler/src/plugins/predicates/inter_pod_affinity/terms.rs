@@ -243,9 +243,58 @@ pub(in crate::plugins) struct Terms {
     /// By topology key, by node: the node's domain (an id of the label's value), or
     /// `NO_DOMAIN` when the node lacks the label.
     domains: Vec<Vec<u32>>,
+    /// By topology key: the nodes of each domain.
+    members: Vec<Members>,
+    /// How many nodes the snapshot has.
+    nodes: usize,
     /// By task: index in `pods`, or `NO_TERMS`.
     of_task: Vec<u32>,
     pods: Vec<PodTerms>,
+}
+
+/// The nodes of each domain of one topology key, laid out in one array (domain `d`'s are
+/// `nodes[starts[d]..starts[d + 1]]`): narrowing a scan reads many small domains in a row.
+#[derive(Debug, Default)]
+struct Members {
+    starts: Vec<u32>,
+    nodes: Vec<NodeId>,
+}
+
+impl Members {
+    /// Groups the nodes by domain, given each node's domain (or `NO_DOMAIN`).
+    fn group(domain_of_node: &[u32]) -> Self {
+        let domains = domain_of_node
+            .iter()
+            .filter(|&&d| d != NO_DOMAIN)
+            .map(|&d| d as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut starts = vec![0u32; domains + 1];
+        for &d in domain_of_node.iter().filter(|&&d| d != NO_DOMAIN) {
+            starts[d as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut nodes = vec![NodeId(0); starts[domains] as usize];
+        for (n, &d) in domain_of_node.iter().enumerate() {
+            if d != NO_DOMAIN {
+                nodes[next[d as usize] as usize] = NodeId(n as u32);
+                next[d as usize] += 1;
+            }
+        }
+        Members { starts, nodes }
+    }
+
+    /// The nodes of domain `d`.
+    fn in_domain(&self, d: u32) -> &[NodeId] {
+        let (Some(&a), Some(&b)) = (self.starts.get(d as usize), self.starts.get(d as usize + 1))
+        else {
+            return &[];
+        };
+        self.nodes.get(a as usize..b as usize).unwrap_or(&[])
+    }
 }
 
 fn required(terms: Option<&Vec<PodAffinityTerm>>) -> &[PodAffinityTerm] {
@@ -261,6 +310,7 @@ impl Terms {
     pub(in crate::plugins) fn of(s: &Snapshot) -> Self {
         let mut me = Terms {
             of_task: vec![NO_TERMS; s.tasks.len()],
+            nodes: s.nodes.len(),
             ..Default::default()
         };
         for (i, task) in s.tasks.iter().enumerate() {
@@ -292,6 +342,7 @@ impl Terms {
                         .collect()
                 })
                 .collect();
+            me.members = me.domains.iter().map(|of| Members::group(of)).collect();
         }
         me
     }
@@ -384,6 +435,18 @@ impl Terms {
     pub(in crate::plugins) fn domain(&self, key: KeyId, n: NodeId) -> Option<u32> {
         let d = *self.domains.get(key as usize)?.get(n.idx())?;
         (d != NO_DOMAIN).then_some(d)
+    }
+
+    /// How many nodes the snapshot has.
+    pub(in crate::plugins) fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// The nodes whose domain for topology key `key` is `d`.
+    pub(in crate::plugins) fn nodes_in(&self, key: KeyId, d: u32) -> &[NodeId] {
+        self.members
+            .get(key as usize)
+            .map_or(&[], |m| m.in_domain(d))
     }
 
     /// Whether task `t`'s pod is selected by term `id`.

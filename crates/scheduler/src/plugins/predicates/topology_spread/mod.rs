@@ -39,7 +39,7 @@ use super::Filter;
 use super::node::{has_node_constraints, node_affinity_matches, tolerates_all};
 use crate::conf::Arguments;
 use crate::fit::FitReason;
-use crate::model::{NodeId, Snapshot, TaskId};
+use crate::model::{NodeId, NodeSet, Snapshot, TaskId};
 use constraints::{Constraint, DO_NOT_SCHEDULE, Defaults, Selector, constraints_of};
 use counts::{EligibleId, SpreadCounts, TallyId, TopologyId};
 
@@ -248,6 +248,37 @@ impl Filter for TopologySpread {
             }
         }
         Ok(())
+    }
+
+    fn narrow(&self, s: &Snapshot, t: TaskId, nodes: &mut NodeSet) {
+        if self.defaults.is_empty() && !constraints::declares_constraints(&s.task(t).pod) {
+            return;
+        }
+        let mut state = self.state.borrow_mut();
+        state.prepare(s, t, &self.defaults);
+        let state = &*state;
+        let Some((_, _, ready)) = &state.prepared else {
+            return;
+        };
+        for r in ready {
+            let topology = r.check.topology;
+            // A domain where one more pod would make the skew too large is closed whole.
+            let closed: Vec<bool> = (0..state.counts.domains(topology) as u32)
+                .map(|d| {
+                    let matching = r
+                        .check
+                        .tally
+                        .map_or(0, |id| i64::from(state.counts.count(id, d)));
+                    matching + r.check.self_match - r.min > r.check.max_skew
+                })
+                .collect();
+            nodes.retain(|n| {
+                state
+                    .counts
+                    .domain_of(topology, n)
+                    .is_some_and(|d| !closed.get(d as usize).copied().unwrap_or(false))
+            });
+        }
     }
 
     fn on_allocate(&mut self, s: &Snapshot, t: TaskId) {
