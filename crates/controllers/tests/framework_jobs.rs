@@ -120,7 +120,10 @@ fn owned_name(o: &Owned) -> Option<&str> {
 }
 
 fn containers(pod: &Pod) -> &[Container] {
-    pod.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default()
+    pod.spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default()
 }
 
 /// The value of `name` in the container's environment, when set as a plain value.
@@ -211,8 +214,14 @@ fn an_mpi_job_gets_ssh_svc_and_its_worker_hosts() {
             .flatten()
             .map(|m| m.mount_path.as_str())
             .collect();
-        assert!(mounts.contains(&"/root/.ssh"), "ssh keys mounted: {mounts:?}");
-        assert!(mounts.contains(&"/etc/volcano"), "host lists mounted: {mounts:?}");
+        assert!(
+            mounts.contains(&"/root/.ssh"),
+            "ssh keys mounted: {mounts:?}"
+        );
+        assert!(
+            mounts.contains(&"/etc/volcano"),
+            "host lists mounted: {mounts:?}"
+        );
     }
     let Owned::Service(svc) = s.created("Service", "lm-mpi-job") else {
         panic!("not a Service")
@@ -277,7 +286,11 @@ fn a_pytorch_job_gets_its_rendezvous_and_ranks() {
             ],
             "{pod}"
         );
-        assert_eq!(ports(c), vec![("pytorchjob-port".to_string(), 23456)], "{pod}");
+        assert_eq!(
+            ports(c),
+            vec![("pytorchjob-port".to_string(), 23456)],
+            "{pod}"
+        );
     }
     s.created("Service", "pytorch-job");
 }
@@ -493,10 +506,15 @@ fn a_ray_job_without_its_head_task_fails_at_its_first_pod() {
         now: Instant(Duration::from_secs(100)),
         plugins: &plugins,
     };
-    let err = execute(&job, plan_for("", BusAction::SyncJob), &Request::sync(), &env)
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let err = execute(
+        &job,
+        plan_for("", BusAction::SyncJob),
+        &Request::sync(),
+        &env,
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
     assert!(
         err.contains("job ray-cluster-job has no head task \"leader\""),
         "{err}"

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::super::{AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review};
+use super::super::{
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
+};
 use super::*;
 use volcano_api::scheduling::Queue;
 
@@ -93,9 +95,19 @@ fn every_framework_plugin_is_admitted() {
     let j = framework_job(
         &[
             ("mpi", &["--master=master", "--worker=worker", "--port=22"]),
-            ("pytorch", &["--master=master", "--worker=worker", "--port=23456"]),
+            (
+                "pytorch",
+                &["--master=master", "--worker=worker", "--port=23456"],
+            ),
             ("tensorflow", &["--ps=ps", "--worker=worker", "--port=2222"]),
-            ("ray", &["--head=head", "--headContainer=main", "--dashboardPort=8265"]),
+            (
+                "ray",
+                &[
+                    "--head=head",
+                    "--headContainer=main",
+                    "--dashboardPort=8265",
+                ],
+            ),
             ("hcclrank", &["--master=master", "--worker=worker"]),
         ],
         &["master", "worker", "ps", "head"],
@@ -133,7 +145,10 @@ fn framework_arguments_that_do_not_parse_are_refused() {
         "spec.plugins.ray",
         "job plugin ray: unknown flag --head-container; known flags: --head, --headContainer",
     );
-    let j = framework_job(&[("pytorch", &["--wait-master-enabled=maybe"])], &["master"]);
+    let j = framework_job(
+        &[("pytorch", &["--wait-master-enabled=maybe"])],
+        &["master"],
+    );
     assert_only(
         &j,
         "spec.plugins.pytorch",
@@ -185,7 +200,11 @@ fn the_mutating_webhook_patches_the_implied_plugins_in() {
         })
         .map(|op| {
             (
-                format!("{} {}", op["op"].as_str().unwrap_or(""), op["path"].as_str().unwrap_or("")),
+                format!(
+                    "{} {}",
+                    op["op"].as_str().unwrap_or(""),
+                    op["path"].as_str().unwrap_or("")
+                ),
                 op["value"].clone(),
             )
         })

@@ -196,8 +196,14 @@ mod tests {
             .task("ps", 1)
             .build();
         let plugin = hccl(&["--master=custom-master", "--worker=custom-worker"]);
-        assert_eq!(ranked(&plugin, &j, "custom-master", 3).as_deref(), Some("3"));
-        assert_eq!(ranked(&plugin, &j, "custom-worker", 2).as_deref(), Some("6"));
+        assert_eq!(
+            ranked(&plugin, &j, "custom-master", 3).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            ranked(&plugin, &j, "custom-worker", 2).as_deref(),
+            Some("6")
+        );
         assert_eq!(ranked(&plugin, &j, "ps", 0), None);
     }
 
@@ -230,7 +236,10 @@ mod tests {
         let j = job("ns", "j").task("master", 1).build();
         let mut p = pod(&j, "master", 0);
         p.metadata.labels = None;
-        let err = hccl(&[]).on_pod_create(&j, &mut p).err().map(|e| e.to_string());
+        let err = hccl(&[])
+            .on_pod_create(&j, &mut p)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("job plugin hcclrank: pod \"j-master-0\" has no volcano.sh/task-index label")
@@ -241,7 +250,12 @@ mod tests {
     fn does_not_touch_controlled_resources() {
         let j = job("ns", "j").build();
         let mut controlled = BTreeMap::new();
-        assert!(hccl(&[]).on_job_add(&j, &mut controlled).unwrap().is_empty());
+        assert!(
+            hccl(&[])
+                .on_job_add(&j, &mut controlled)
+                .unwrap()
+                .is_empty()
+        );
         assert!(controlled.is_empty());
     }
 }

@@ -52,9 +52,8 @@ fn index_from_name(pod: &Pod) -> Option<&str> {
 fn numeric_index_from_name(pod: &Pod) -> Result<i64, String> {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let text = index_from_name(pod).unwrap_or_default();
-    text.parse::<i64>().map_err(|_| {
-        format!("pod {name:?} has no replica index: its name should end in -<index>")
-    })
+    text.parse::<i64>()
+        .map_err(|_| format!("pod {name:?} has no replica index: its name should end in -<index>"))
 }
 
 /// The task of `job` named `name`.
@@ -134,4 +133,3 @@ fn forget_only(controlled: &mut BTreeMap<String, String>, plugin: &str) {
         forget(controlled, plugin);
     }
 }
-

@@ -58,7 +58,10 @@ impl JobPlugin for MpiPlugin {
             let Some(worker) = find_task(job, &self.worker) else {
                 return Ok(());
             };
-            let names: Vec<String> = task_hosts(job, worker).into_iter().map(|h| h.fqdn).collect();
+            let names: Vec<String> = task_hosts(job, worker)
+                .into_iter()
+                .map(|h| h.fqdn)
+                .collect();
             hosts = Some(names.join(","));
         }
         let spec = pod_spec(pod);
@@ -174,13 +177,20 @@ mod tests {
         let mut p = pod(&j, "fakeMaster", 0);
         mpi(&[]).on_pod_create(&j, &mut p).unwrap();
         let ssh = vec![(Some("mpijob-port".to_string()), 22)];
-        assert_eq!(ports(&p), vec![ssh.clone(), ssh], "container and init container");
+        assert_eq!(
+            ports(&p),
+            vec![ssh.clone(), ssh],
+            "container and init container"
+        );
         assert_eq!(mpi_host(&p), vec![None, None]);
     }
 
     #[test]
     fn the_port_flag_moves_the_opened_port() {
-        let j = job("ns", "test-mpi-1").task("master", 1).task("worker", 2).build();
+        let j = job("ns", "test-mpi-1")
+            .task("master", 1)
+            .task("worker", 2)
+            .build();
         let mut p = pod(&j, "worker", 1);
         mpi(&["--port=5000"]).on_pod_create(&j, &mut p).unwrap();
         assert_eq!(ports(&p)[0], vec![(Some("mpijob-port".to_string()), 5000)]);
@@ -264,8 +274,16 @@ mod tests {
         let j = job("ns", "j").build();
         let mut controlled = BTreeMap::new();
         assert!(mpi(&[]).on_job_add(&j, &mut controlled).unwrap().is_empty());
-        assert_eq!(controlled.get("plugin-mpi").map(String::as_str), Some("mpi"));
-        assert!(mpi(&[]).on_job_delete(&j, &mut controlled).unwrap().is_empty());
+        assert_eq!(
+            controlled.get("plugin-mpi").map(String::as_str),
+            Some("mpi")
+        );
+        assert!(
+            mpi(&[])
+                .on_job_delete(&j, &mut controlled)
+                .unwrap()
+                .is_empty()
+        );
         assert!(controlled.is_empty());
     }
 }

@@ -398,7 +398,10 @@ mod tests {
         let j = job("ns", "t").task("master", 1).task("worker", 1).build();
         let mut p = pod(&j, "worker", 0);
         p.metadata.name = Some("t-worker-x".into());
-        let err = pytorch(&[]).on_pod_create(&j, &mut p).err().map(|e| e.to_string());
+        let err = pytorch(&[])
+            .on_pod_create(&j, &mut p)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some(

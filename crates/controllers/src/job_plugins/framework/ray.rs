@@ -283,8 +283,10 @@ mod tests {
         let head = container(&p, "head");
         assert_eq!(
             head.command,
-            sh("ray start --head --block --dashboard-host=0.0.0.0 --port=1234 \
-                --dashboard-port=3456 --ray-client-server-port=4567")
+            sh(
+                "ray start --head --block --dashboard-host=0.0.0.0 --port=1234 \
+                --dashboard-port=3456 --ray-client-server-port=4567"
+            )
         );
         assert_eq!(
             ports(head),
@@ -340,7 +342,10 @@ mod tests {
     fn a_job_without_its_head_task_is_an_error() {
         let j = job("ns", "r").task("worker", 1).build();
         let mut p = ray_pod(&j, "worker", &["worker"]);
-        let err = ray(&[]).on_pod_create(&j, &mut p).err().map(|e| e.to_string());
+        let err = ray(&[])
+            .on_pod_create(&j, &mut p)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some(
@@ -355,18 +360,27 @@ mod tests {
         let plugin = ray(&["--port=1234", "--head=test-head"]);
         let mut controlled = BTreeMap::new();
         let changes = plugin.on_job_add(&j, &mut controlled).unwrap();
-        assert_eq!(controlled.get("plugin-ray").map(String::as_str), Some("ray"));
+        assert_eq!(
+            controlled.get("plugin-ray").map(String::as_str),
+            Some("ray")
+        );
         let [Change::Create(owned)] = changes.as_slice() else {
             panic!("expected one create, got {changes:?}")
         };
         let Owned::Service(svc) = owned.as_ref() else {
             panic!("not a Service")
         };
-        assert_eq!(svc.metadata.name.as_deref(), Some("ray-cluster-test-head-svc"));
+        assert_eq!(
+            svc.metadata.name.as_deref(),
+            Some("ray-cluster-test-head-svc")
+        );
         assert_eq!(svc.metadata.namespace.as_deref(), Some("ns"));
         let owner = svc.metadata.owner_references.clone().unwrap_or_default();
         assert_eq!(
-            owner.iter().map(|o| (o.kind.as_str(), o.name.as_str(), o.controller)).collect::<Vec<_>>(),
+            owner
+                .iter()
+                .map(|o| (o.kind.as_str(), o.name.as_str(), o.controller))
+                .collect::<Vec<_>>(),
             vec![("Job", "ray-cluster-test", Some(true))]
         );
         let spec = svc.spec.clone().unwrap_or_default();
@@ -419,6 +433,11 @@ mod tests {
             .collect();
         assert_eq!(deleted, vec!["delete Service ns/ray-cluster-test-head-svc"]);
         assert!(controlled.is_empty());
-        assert!(plugin.on_job_delete(&j, &mut controlled).unwrap().is_empty());
+        assert!(
+            plugin
+                .on_job_delete(&j, &mut controlled)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -10,7 +10,9 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 
 use super::super::flags::{Arity, Flags};
 use super::super::{JobPlugin, PluginError, pod_spec};
-use super::{domain_name, env, forget_only, numeric_index_from_name, port_flag, record_only, task_key};
+use super::{
+    domain_name, env, forget_only, numeric_index_from_name, port_flag, record_only, task_key,
+};
 use crate::change::Change;
 
 const NAME: &str = "tensorflow";
@@ -207,9 +209,21 @@ mod tests {
                 port: 2222,
             }
         );
-        let custom = tf(&["--ps=p", "--worker=w", "--chief=c", "--evaluator=e", "--port=1"]);
+        let custom = tf(&[
+            "--ps=p",
+            "--worker=w",
+            "--chief=c",
+            "--evaluator=e",
+            "--port=1",
+        ]);
         assert_eq!(
-            (custom.ps, custom.worker, custom.chief, custom.evaluator, custom.port),
+            (
+                custom.ps,
+                custom.worker,
+                custom.chief,
+                custom.evaluator,
+                custom.port
+            ),
             ("p".into(), "w".into(), "c".into(), "e".into(), 1)
         );
     }
@@ -270,13 +284,9 @@ mod tests {
             .build();
         let mut p = pod(&j, "worker", 0);
         tf(&[]).on_pod_create(&j, &mut p).unwrap();
-        assert!(
-            tf_config(&p)[0]
-                .as_deref()
-                .is_some_and(|c| c.starts_with(
-                    r#"{"cluster":{"ps":["store.net:2222","store.net:2222"],"worker""#
-                ))
-        );
+        assert!(tf_config(&p)[0].as_deref().is_some_and(|c| {
+            c.starts_with(r#"{"cluster":{"ps":["store.net:2222","store.net:2222"],"worker""#)
+        }));
     }
 
     #[test]
