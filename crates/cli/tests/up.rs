@@ -262,6 +262,94 @@ fn kubectl_applies_a_job_that_runs_to_completion_and_a_closed_queue_refuses_new_
     assert!(!jobs.contains("bad"), "{jobs}");
 }
 
+/// An MPI Job as users write it since the `mpi` plugin: no `ssh` or `svc`, which the mutating
+/// webhook adds; the master learns its workers in `MPI_HOST` and finishes the job.
+const MPI_JOB: &str = "apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: mpi
+spec:
+  minAvailable: 3
+  schedulerName: volcano
+  plugins:
+    mpi: [\"--master=mpimaster\", \"--worker=mpiworker\"]
+  tasks:
+  - name: mpimaster
+    replicas: 1
+    policies:
+    - {event: TaskCompleted, action: CompleteJob}
+    template:
+      spec:
+        restartPolicy: OnFailure
+        containers:
+        - {name: mpimaster, image: volcanosh/example-mpi:0.0.3, command: [sleep, \"3\"]}
+  - name: mpiworker
+    replicas: 2
+    template:
+      spec:
+        restartPolicy: OnFailure
+        containers:
+        - {name: mpiworker, image: volcanosh/example-mpi:0.0.3, command: [sleep, \"600\"]}
+";
+
+#[test]
+fn kubectl_applies_an_mpi_job_that_gets_its_plugins_hosts_and_completes() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let up = start_up();
+    let kc = up.kubeconfig.clone();
+    let file = up.dir.join("mpi.yaml");
+    std::fs::write(&file, MPI_JOB).unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
+        "kubectl apply",
+    );
+    let plugins = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &["get", "vcjob", "mpi", "-o", "jsonpath={.spec.plugins}"],
+        ),
+        "kubectl get vcjob",
+    );
+    assert!(
+        plugins.contains("\"ssh\":[]") && plugins.contains("\"svc\":[]"),
+        "{plugins}"
+    );
+    eventually(20, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "pod",
+                "mpi-mpimaster-0",
+                "-o",
+                "jsonpath={.spec.containers[0].env[?(@.name==\"MPI_HOST\")].value}",
+            ],
+        );
+        let hosts = String::from_utf8_lossy(&out.stdout).into_owned();
+        (hosts == "mpi-mpiworker-0.mpi,mpi-mpiworker-1.mpi", hosts)
+    });
+    let port = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "pod",
+                "mpi-mpiworker-1",
+                "-o",
+                "jsonpath={.spec.containers[0].ports[0].containerPort}",
+            ],
+        ),
+        "kubectl get pod",
+    );
+    assert_eq!(port, "22");
+    wait_for_phase(&kubectl, &kc, "mpi", "Completed", 40);
+}
+
 /// A child process killed when the test ends, however it ends.
 struct Killed(Child);
 

@@ -11,13 +11,14 @@ pub const DEFAULT_MAX_RETRY: i32 = 3;
 
 /// Fills in what Volcano's mutating webhook fills in on create: queue, scheduler name,
 /// `maxRetry` of the job and of each task, task names `default<i>`, task `minAvailable`
-/// (= replicas), `dnsPolicy: ClusterFirstWithHostNet` for host-network pods, and the job's
-/// `minAvailable` (= Σ task minAvailable).
+/// (= replicas), `dnsPolicy: ClusterFirstWithHostNet` for host-network pods, the job's
+/// `minAvailable` (= Σ task minAvailable), and the plugins the framework plugins depend on
+/// (svc and ssh where a framework plugin needs them).
 ///
 /// Volcano tests Go zero values, so an explicit `maxRetry: 0` or `minAvailable: 0` is replaced
-/// just like a missing one; this keeps that. The default plugins Volcano adds for the
-/// mpi/pytorch/tensorflow/ray frameworks are left out: volcano-rs rejects those plugins.
+/// just like a missing one; this keeps that.
 pub fn default_job(job: &mut Job) {
+    default_plugins(job);
     let spec = &mut job.spec;
     if spec.queue.is_empty() {
         spec.queue = DEFAULT_QUEUE.to_string();
@@ -55,5 +56,22 @@ pub fn default_job(job: &mut Job) {
             .sum();
         let clamped = sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
         spec.min_available = Some(i32::try_from(clamped).unwrap_or(i32::MAX));
+    }
+}
+
+/// Plugins that imply `svc`: they hand out `<pod>.<job>` host names, which only the `svc`
+/// plugin's headless Service makes resolvable.
+const NEED_SVC: &[&str] = &["mpi", "pytorch", "ray", "tensorflow"];
+
+/// Adds the plugins Volcano's webhook adds for the framework plugins, with no arguments, unless
+/// the job already names them: `svc` for mpi, pytorch, tensorflow and ray, and `ssh` for mpi,
+/// whose `mpirun` reaches the workers over SSH. `hcclrank` implies nothing.
+fn default_plugins(job: &mut Job) {
+    let plugins = &mut job.spec.plugins;
+    if NEED_SVC.iter().any(|p| plugins.contains_key(*p)) {
+        plugins.entry("svc".to_string()).or_default();
+    }
+    if plugins.contains_key("mpi") {
+        plugins.entry("ssh".to_string()).or_default();
     }
 }

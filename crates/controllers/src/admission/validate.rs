@@ -10,7 +10,7 @@ use super::names::{
     dns1123_label_errors, dns1123_subdomain_errors, go_list, qualified_name_errors,
 };
 use super::policies::validate_policies;
-use crate::job_plugins::{KNOWN, check_args};
+use crate::job_plugins::{KNOWN, MpiPlugin, check_args};
 
 const NOT_A_DAG: &str =
     "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)";
@@ -93,12 +93,13 @@ pub fn validate_job(job: &Job) -> Result<(), super::AdmissionError> {
             out.push(
                 format!("spec.plugins.{name}"),
                 format!(
-                    "unable to find job plugin: {name} (volcano-rs supports {})",
+                    "unable to find job plugin: {name} (known plugins: {})",
                     KNOWN.join(", ")
                 ),
             );
         }
     }
+    validate_mpi_master(job, &mut out);
     validate_volumes(&spec.volumes, &mut out);
     validate_dependencies(&spec.tasks, &mut out);
     out.into_result()
@@ -190,6 +191,27 @@ fn validate_template(at: &str, task: &TaskSpec, out: &mut Violations) {
         } else if !names.insert(container.name.as_str()) {
             out.push(field, format!("Duplicate value: {:?}", container.name));
         }
+    }
+}
+
+/// The one framework check Volcano's webhook makes: `mpirun` starts on the master, so an `mpi`
+/// job must have the master task its arguments name. (Arguments that do not parse are
+/// reported with the other plugin checks.)
+fn validate_mpi_master(job: &Job, out: &mut Violations) {
+    let Some(args) = job.spec.plugins.get("mpi") else {
+        return;
+    };
+    let Ok(mpi) = MpiPlugin::from_args(args) else {
+        return;
+    };
+    if !job.spec.tasks.iter().any(|t| t.name == mpi.master) {
+        out.push(
+            "spec.plugins.mpi",
+            format!(
+                "The specified mpi master task was not found: no task is named {:?}",
+                mpi.master
+            ),
+        );
     }
 }
 

@@ -1,5 +1,7 @@
 //! Job controller plugins (`spec.plugins`): `svc`, `env` and `ssh` add Services, ConfigMaps,
-//! Secrets and environment to a job's pods, as Volcano's do. They sit beside the job
+//! Secrets and environment to a job's pods, as Volcano's do; the distributed-framework plugins
+//! (`mpi`, `pytorch`, `tensorflow`, `ray`, `hcclrank`) wire up one training framework each.
+//! They sit beside the job
 //! controller rather than inside it because admission, which the controller consults for a Job
 //! no webhook has seen, checks their arguments too.
 
@@ -15,10 +17,12 @@ use crate::change::Change;
 
 mod env;
 mod flags;
+mod framework;
 mod ssh;
 mod svc;
 
 pub use env::EnvPlugin;
+pub use framework::{HcclRankPlugin, MpiPlugin, PytorchPlugin, RayPlugin, TensorflowPlugin};
 pub use ssh::{PlaceholderSshKeys, SshKeyPair, SshKeySource, SshPlugin};
 pub use svc::SvcPlugin;
 
@@ -89,9 +93,17 @@ pub fn plugin<'a>(
         "svc" => Ok(Box::new(SvcPlugin::from_args(args)?)),
         "env" => Ok(Box::new(EnvPlugin::from_args(args)?)),
         "ssh" => Ok(Box::new(SshPlugin::from_args(args, ctx.ssh_keys)?)),
+        "mpi" => Ok(Box::new(MpiPlugin::from_args(args)?)),
+        "pytorch" => Ok(Box::new(PytorchPlugin::from_args(args)?)),
+        "tensorflow" => Ok(Box::new(TensorflowPlugin::from_args(args)?)),
+        "ray" => Ok(Box::new(RayPlugin::from_args(args)?)),
+        "hcclrank" => Ok(Box::new(HcclRankPlugin::from_args(args)?)),
         other => Err(PluginError {
             plugin: "unknown",
-            message: format!("no job plugin named {other:?}; volcano-rs has svc, env and ssh"),
+            message: format!(
+                "no job plugin named {other:?}; known plugins: {}",
+                KNOWN.join(", ")
+            ),
         }),
     }
 }
@@ -106,7 +118,16 @@ pub fn check_args(name: &str, args: &[String]) -> Result<(), PluginError> {
 }
 
 /// The names `spec.plugins` may use.
-pub const KNOWN: &[&str] = &["env", "ssh", "svc"];
+pub const KNOWN: &[&str] = &[
+    "env",
+    "hcclrank",
+    "mpi",
+    "pytorch",
+    "ray",
+    "ssh",
+    "svc",
+    "tensorflow",
+];
 
 impl PluginError {
     fn new(plugin: &'static str, message: impl Into<String>) -> Self {
@@ -258,11 +279,12 @@ mod tests {
     #[test]
     fn unknown_plugin_name_is_named_in_the_error() {
         let ctx = PluginContext { ssh_keys: &NoKeys };
-        let err = plugin("mpi", &[], &ctx).err().map(|e| e.to_string());
+        let err = plugin("horovod", &[], &ctx).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some(
-                "job plugin unknown: no job plugin named \"mpi\"; volcano-rs has svc, env and ssh"
+                "job plugin unknown: no job plugin named \"horovod\"; known plugins: env, \
+                 hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow"
             )
         );
     }

@@ -52,7 +52,8 @@ impl JobBuilder {
 }
 
 /// A pod of `task` as the job controller hands it to plugins: named `<job>-<task>-<index>`, with
-/// its index annotated, one container and one init container.
+/// its index and task annotated and labelled as the job controller does, one container and one
+/// init container.
 pub(super) fn pod(job: &Job, task: &str, index: u32) -> Pod {
     let job_name = job.metadata.name.clone().unwrap_or_default();
     Pod {
@@ -60,7 +61,18 @@ pub(super) fn pod(job: &Job, task: &str, index: u32) -> Pod {
             name: Some(format!("{job_name}-{task}-{index}")),
             namespace: job.metadata.namespace.clone(),
             annotations: Some(
-                [(volcano_api::keys::TASK_INDEX.to_string(), index.to_string())].into(),
+                [
+                    (volcano_api::keys::TASK_INDEX.to_string(), index.to_string()),
+                    (volcano_api::keys::TASK_SPEC.to_string(), task.to_string()),
+                ]
+                .into(),
+            ),
+            labels: Some(
+                [
+                    (volcano_api::keys::TASK_INDEX.to_string(), index.to_string()),
+                    (volcano_api::keys::TASK_SPEC.to_string(), task.to_string()),
+                ]
+                .into(),
             ),
             ..ObjectMeta::default()
         },

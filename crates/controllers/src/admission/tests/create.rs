@@ -282,11 +282,12 @@ fn unknown_plugins_are_rejected_and_known_ones_admitted() {
     ]);
     assert_eq!(validate_job(&j), Ok(()));
 
-    j.spec.plugins.insert("mpi".to_string(), vec![]);
+    j.spec.plugins.insert("horovod".to_string(), vec![]);
     assert_only(
         &j,
-        "spec.plugins.mpi",
-        "unable to find job plugin: mpi (volcano-rs supports env, ssh, svc)",
+        "spec.plugins.horovod",
+        "unable to find job plugin: horovod (known plugins: env, hcclrank, mpi, pytorch, ray, \
+         ssh, svc, tensorflow)",
     );
 }
 

@@ -7,6 +7,7 @@ use volcano_api::k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpe
 use super::{AdmissionError, default_job, validate_job};
 
 mod create;
+mod frameworks;
 mod policies;
 mod queue_and_update;
 mod review;
