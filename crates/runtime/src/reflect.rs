@@ -24,6 +24,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
+use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::scheduling::{PodGroup, Queue};
 
@@ -173,6 +174,9 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             }
             Kind::StorageClass => spawn::<StorageClass>(client, tx, Update::StorageClass),
             Kind::CSINode => spawn::<CSINode>(client, tx, Update::CSINode),
+            Kind::ReplicaSet => spawn::<ReplicaSet>(client, tx, Update::ReplicaSet),
+            Kind::StatefulSet => spawn::<StatefulSet>(client, tx, Update::StatefulSet),
+            Kind::Deployment => spawn::<Deployment>(client, tx, Update::Deployment),
         })
         .collect()
 }
