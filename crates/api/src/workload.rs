@@ -27,12 +27,10 @@ pub enum GroupMinMemberError {
 /// The gang size a `scheduling.volcano.sh/group-min-member` value asks for, parsed as Volcano
 /// parses it (base 10, 32 bits, sign allowed; zero is accepted, a negative number is not).
 pub fn parse_group_min_member(value: &str) -> Result<i32, GroupMinMemberError> {
-    let n: i32 = value
-        .parse()
-        .map_err(|_| GroupMinMemberError::NotANumber {
-            key: keys::GROUP_MIN_MEMBER,
-            value: value.to_string(),
-        })?;
+    let n: i32 = value.parse().map_err(|_| GroupMinMemberError::NotANumber {
+        key: keys::GROUP_MIN_MEMBER,
+        value: value.to_string(),
+    })?;
     if n < 0 {
         return Err(GroupMinMemberError::Negative {
             key: keys::GROUP_MIN_MEMBER,

@@ -58,7 +58,10 @@ fn workloads_load_into_their_lists_in_a_namespace() {
         Some("default"),
         "a workload without a namespace is in default, as a pod is"
     );
-    assert_eq!(o.stateful_sets[0].metadata.namespace.as_deref(), Some("data"));
+    assert_eq!(
+        o.stateful_sets[0].metadata.namespace.as_deref(),
+        Some("data")
+    );
     for k in [
         key("Deployment", "default", "web"),
         key("ReplicaSet", "default", "web-1"),

@@ -51,8 +51,14 @@ async fn a_replica_sets_gang_is_bound_whole_or_not_at_all() {
     let pp = PostParams::default();
     let sets = Api::<ReplicaSet>::namespaced(client.clone(), "default");
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let gang = sets.create(&pp, &replica_set("gang", 3, "3")).await.unwrap();
-    let lone = sets.create(&pp, &replica_set("lone", 1, "1")).await.unwrap();
+    let gang = sets
+        .create(&pp, &replica_set("gang", 3, "3"))
+        .await
+        .unwrap();
+    let lone = sets
+        .create(&pp, &replica_set("lone", 1, "1"))
+        .await
+        .unwrap();
     for i in 0..3 {
         pods.create(&pp, &pod_of(&gang, i, "2")).await.unwrap();
     }

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
     ResourceRequirements,
 };
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -1,8 +1,8 @@
 //! A change to one object, with the object before and after, as a watch delivers it.
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;

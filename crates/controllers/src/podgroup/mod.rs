@@ -5,9 +5,9 @@
 //! added or changed gets its own turn ([`workload`]).
 
 pub mod build;
-pub mod workload;
 #[cfg(test)]
 mod tests;
+pub mod workload;
 
 use std::collections::BTreeMap;
 
@@ -18,11 +18,11 @@ use volcano_api::keys;
 use crate::change::Change;
 use crate::time::Instant;
 use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
+use crate::workqueue::{RetryPolicy, WorkQueue};
 pub use build::pod_group_name;
 use build::{owner_annotations, pod_group_for};
-use workload::{WorkloadKey, changes_for_workload};
-use crate::workqueue::{RetryPolicy, WorkQueue};
 use volcano_api::NamespacedName;
+use workload::{WorkloadKey, changes_for_workload};
 
 /// The PodGroup controller.
 pub struct PodGroupController {

@@ -55,10 +55,7 @@ fn owned_pod(name: &str, owner_kind: &str, owner: &str, labels: &[(&str, &str)])
             containers: vec![Container {
                 name: "c".into(),
                 resources: Some(ResourceRequirements {
-                    requests: Some(BTreeMap::from([(
-                        "cpu".to_string(),
-                        Quantity("1".into()),
-                    )])),
+                    requests: Some(BTreeMap::from([("cpu".to_string(), Quantity("1".into()))])),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -236,7 +233,10 @@ fn a_replica_sets_pods_share_one_pod_group_with_its_min_member() {
         "the queue comes from the pod's annotation only, as in Volcano"
     );
     let owner = &pg.metadata.owner_references.as_ref().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("ReplicaSet", "web"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("ReplicaSet", "web")
+    );
 }
 
 #[test]
@@ -271,7 +271,10 @@ fn the_pods_own_annotations_win_over_the_owners() {
     let a = pg.metadata.annotations.unwrap_or_default();
     assert_eq!(a.get(keys::PREEMPTABLE).map(String::as_str), Some("false"));
     assert_eq!(a.get(keys::COOLDOWN_TIME).map(String::as_str), Some("60s"));
-    assert_eq!(a.get(keys::JDB_MIN_AVAILABLE).map(String::as_str), Some("2"));
+    assert_eq!(
+        a.get(keys::JDB_MIN_AVAILABLE).map(String::as_str),
+        Some("2")
+    );
     assert!(
         !a.contains_key(keys::JDB_MAX_UNAVAILABLE),
         "one budget: minAvailable when the pod sets both"
@@ -314,7 +317,10 @@ fn a_pod_already_in_a_group_is_left_alone_as_leader_worker_sets_are() {
     let mut c = controller();
     c.on_pod(&pod);
     c.on_stateful_set(&sts);
-    assert!(settle(&mut c, &mut store).is_empty(), "no turn does anything");
+    assert!(
+        settle(&mut c, &mut store).is_empty(),
+        "no turn does anything"
+    );
     assert!(store.objects().pod_groups.is_empty());
 }
 

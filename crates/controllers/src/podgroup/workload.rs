@@ -122,10 +122,7 @@ pub(super) fn changes_for_workload(
     };
     let ns = w.key.namespace.as_str();
     if shape.replicas == 0 {
-        let name = format!(
-            "podgroup-{}",
-            shape.meta.uid.as_deref().unwrap_or_default()
-        );
+        let name = format!("podgroup-{}", shape.meta.uid.as_deref().unwrap_or_default());
         return match view.pod_group(ns, &name) {
             Some(_) => vec![Change::DeletePodGroup {
                 namespace: ns.to_string(),
@@ -134,11 +131,10 @@ pub(super) fn changes_for_workload(
             None => Vec::new(),
         };
     }
-    let first = view
-        .objects()
-        .pods
-        .iter()
-        .find(|p| p.metadata.namespace.as_deref() == Some(ns) && has_labels(p, &shape.pod_labels));
+    let first =
+        view.objects().pods.iter().find(|p| {
+            p.metadata.namespace.as_deref() == Some(ns) && has_labels(p, &shape.pod_labels)
+        });
     let Some(pod) = first else {
         return Vec::new();
     };

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
-use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
