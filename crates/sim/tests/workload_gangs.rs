@@ -43,10 +43,18 @@ fn one_gang_and_nothing_bound(text: &str, ns: &str, group: &str, min: i32, pods:
     let mut c = cluster(text);
     let groups = &c.store.objects().pod_groups;
     assert_eq!(groups.len(), 1, "one PodGroup for the workload: {groups:?}");
-    let pg: &PodGroup = c.store.indexed().get(&NamespacedName::new(ns, group)).unwrap();
+    let pg: &PodGroup = c
+        .store
+        .indexed()
+        .get(&NamespacedName::new(ns, group))
+        .unwrap();
     assert_eq!(pg.spec.min_member, min);
     for name in pods {
-        let pod: &Pod = c.store.indexed().get(&NamespacedName::new(ns, *name)).unwrap();
+        let pod: &Pod = c
+            .store
+            .indexed()
+            .get(&NamespacedName::new(ns, *name))
+            .unwrap();
         let in_group = pod
             .metadata
             .annotations
