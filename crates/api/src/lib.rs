@@ -20,6 +20,7 @@ pub mod scenario;
 pub mod scheduling;
 mod schema;
 pub mod store;
+pub mod workload;
 
 pub use k8s_openapi;
 pub use object_ref::{NamespacedName, ObjectKind, ObjectRef};

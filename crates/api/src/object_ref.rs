@@ -38,6 +38,12 @@ pub enum ObjectKind {
     StorageClass,
     /// `storage.k8s.io` CSINode.
     CSINode,
+    /// `apps` ReplicaSet.
+    ReplicaSet,
+    /// `apps` StatefulSet.
+    StatefulSet,
+    /// `apps` Deployment.
+    Deployment,
 }
 
 impl ObjectKind {
@@ -56,6 +62,9 @@ impl ObjectKind {
             ObjectKind::PersistentVolumeClaim => "PersistentVolumeClaim",
             ObjectKind::StorageClass => "StorageClass",
             ObjectKind::CSINode => "CSINode",
+            ObjectKind::ReplicaSet => "ReplicaSet",
+            ObjectKind::StatefulSet => "StatefulSet",
+            ObjectKind::Deployment => "Deployment",
         }
     }
 
@@ -74,6 +83,9 @@ impl ObjectKind {
             "PersistentVolumeClaim" => ObjectKind::PersistentVolumeClaim,
             "StorageClass" => ObjectKind::StorageClass,
             "CSINode" => ObjectKind::CSINode,
+            "ReplicaSet" => ObjectKind::ReplicaSet,
+            "StatefulSet" => ObjectKind::StatefulSet,
+            "Deployment" => ObjectKind::Deployment,
             _ => return None,
         })
     }

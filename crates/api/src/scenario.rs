@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
@@ -101,6 +102,12 @@ pub struct Objects {
     pub storage_classes: Vec<StorageClass>,
     /// CSINodes (cluster-scoped): each node's CSI drivers and their attach limits.
     pub csi_nodes: Vec<CSINode>,
+    /// ReplicaSets; namespace always set. Their annotations shape their pods' PodGroup.
+    pub replica_sets: Vec<ReplicaSet>,
+    /// StatefulSets; namespace always set. Their annotations shape their pods' PodGroup.
+    pub stateful_sets: Vec<StatefulSet>,
+    /// Deployments; namespace always set.
+    pub deployments: Vec<Deployment>,
 }
 
 /// The text of a `volcano-scheduler.conf` found in a ConfigMap, with where it came from.

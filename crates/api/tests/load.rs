@@ -83,14 +83,14 @@ fn document_must_be_a_mapping() {
 #[test]
 fn unknown_kind_is_an_error() {
     let text =
-        format!("{QUEUE_HEAD}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\n");
+        format!("{QUEUE_HEAD}---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: d}}\n");
     assert_error(
         &text,
         &[
             "s.yaml: document 2 (line 4)",
             "field kind",
-            "unknown kind Deployment (apiVersion apps/v1)",
-            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass and CSINode",
+            "unknown kind DaemonSet (apiVersion apps/v1)",
+            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, ReplicaSet, StatefulSet and Deployment",
         ],
     );
 }

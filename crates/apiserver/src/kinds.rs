@@ -293,6 +293,41 @@ pub static KINDS: &[KindInfo] = &[
         true,
         NONE
     ),
+    // Workloads whose annotations size their pods' PodGroups. Served as objects only: no
+    // controller here makes their pods.
+    kind!(
+        "replicasets",
+        "replicaset",
+        "apps",
+        "v1",
+        "ReplicaSet",
+        true,
+        ["rs"],
+        true,
+        ALL
+    ),
+    kind!(
+        "statefulsets",
+        "statefulset",
+        "apps",
+        "v1",
+        "StatefulSet",
+        true,
+        ["sts"],
+        true,
+        ALL
+    ),
+    kind!(
+        "deployments",
+        "deployment",
+        "apps",
+        "v1",
+        "Deployment",
+        true,
+        ["deploy"],
+        true,
+        ALL
+    ),
 ];
 
 /// The kind served at `group`/`version` under `resource`.
@@ -364,7 +399,7 @@ mod tests {
         );
         assert_eq!(find("jobs").map(|k| k.group), Some("batch.volcano.sh"));
         assert_eq!(find("jobs.batch.volcano.sh").map(|k| k.kind), Some("Job"));
-        assert!(find("deployments").is_none());
+        assert!(find("daemonsets").is_none());
     }
 
     #[test]
@@ -393,6 +428,23 @@ mod tests {
             find("storageclasses").map(|k| k.short_names),
             Some(&["sc"][..])
         );
+    }
+
+    #[test]
+    fn workloads_are_served_in_the_apps_group_with_kubectls_short_names() {
+        for (resource, kind, short) in [
+            ("replicasets", "ReplicaSet", "rs"),
+            ("statefulsets", "StatefulSet", "sts"),
+            ("deployments", "Deployment", "deploy"),
+        ] {
+            let k = find(resource).map(|k| (k.api_version(), k.kind, k.namespaced, k.short_names));
+            assert_eq!(
+                k,
+                Some(("apps/v1".to_string(), kind, true, &[short][..])),
+                "{resource}"
+            );
+            assert_eq!(by_kind("apps/v1", kind).map(|k| k.resource), Some(resource));
+        }
     }
 
     #[test]

@@ -84,8 +84,8 @@ fn malformed_yaml() {
 fn unknown_kind() {
     expect_error(
         "unknown-kind",
-        &["apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n".into()],
-        &["document 1", "unknown kind Deployment"],
+        &["apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n".into()],
+        &["document 1", "unknown kind DaemonSet"],
     );
 }
 
@@ -286,4 +286,17 @@ fn queue_guarantees_beyond_parent_or_cluster_run_with_a_warning() {
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["bindings"]["team/p1"], "n1", "{json}");
+}
+
+#[test]
+fn a_workload_whose_gang_size_is_no_number() {
+    expect_error(
+        "bad-min-member",
+        &["apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: web\n  annotations: {scheduling.volcano.sh/group-min-member: three}\nspec:\n  selector: {matchLabels: {app: web}}\n".into()],
+        &[
+            "ReplicaSet default/web",
+            "field metadata.annotations.scheduling.volcano.sh/group-min-member",
+            "must be a whole number",
+        ],
+    );
 }

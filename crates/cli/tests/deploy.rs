@@ -461,6 +461,7 @@ fn controllers_get_exactly_what_they_use() {
             ("networking.k8s.io", &["networkpolicies"], owned),
             ("", &["persistentvolumeclaims"], &["create"]),
             ("scheduling.k8s.io", &["priorityclasses"], read),
+            ("apps", &["replicasets", "statefulsets"], read),
             ("", &["events"], EVENTS),
             ("events.k8s.io", &["events"], EVENTS),
         ])

@@ -14,7 +14,7 @@ use crate::job::controller::Refusal;
 use crate::job::request::JobKey;
 use crate::job::sync::JobEnv;
 use crate::job_plugins::{PluginContext, SshKeySource};
-use crate::podgroup::PodGroupController;
+use crate::podgroup::{PodGroupController, PodGroupKey};
 use crate::queue::QueueController;
 use crate::time::Instant;
 use crate::view::ClusterView;
@@ -40,8 +40,8 @@ pub enum WorkKey {
     Command(NamespacedName),
     /// A Job.
     Job(JobKey),
-    /// A pod that needs a PodGroup.
-    PodGroup(NamespacedName),
+    /// A pod that needs a PodGroup, or a ReplicaSet or StatefulSet whose pods may.
+    PodGroup(PodGroupKey),
     /// A queue.
     Queue(String),
 }
@@ -135,13 +135,20 @@ impl ControllerManager {
             // need a look of their own.
             self.pod_groups.on_pod(p);
         }
+        for rs in &objs.replica_sets {
+            self.pod_groups.on_replica_set(rs);
+        }
+        for sts in &objs.stateful_sets {
+            self.pod_groups.on_stateful_set(sts);
+        }
         for c in &objs.commands {
             self.on_command(c);
         }
     }
 
     /// Feeds one watch event to the controllers that care. Nodes, priority classes,
-    /// namespaces and storage objects are not followed, nor a Command changed or deleted: only
+    /// namespaces, storage objects, Deployments (their annotations reach pods through their
+    /// ReplicaSets) and deleted workloads are not followed, nor a Command changed or deleted: only
     /// its appearance asks for work.
     pub fn observe(&mut self, event: &WatchEvent, view: &ClusterView<'_>) {
         match event {
@@ -161,6 +168,8 @@ impl ControllerManager {
             }
             WatchEvent::Queue(old, new) => self.queues.on_queue(old.as_deref(), new.as_deref()),
             WatchEvent::Command(None, Some(c)) => self.on_command(c),
+            WatchEvent::ReplicaSet(_, Some(rs)) => self.pod_groups.on_replica_set(rs),
+            WatchEvent::StatefulSet(_, Some(sts)) => self.pod_groups.on_stateful_set(sts),
             WatchEvent::Command(..)
             | WatchEvent::Node(..)
             | WatchEvent::PriorityClass(..)
@@ -168,7 +177,10 @@ impl ControllerManager {
             | WatchEvent::PersistentVolume(..)
             | WatchEvent::PersistentVolumeClaim(..)
             | WatchEvent::StorageClass(..)
-            | WatchEvent::CSINode(..) => {}
+            | WatchEvent::CSINode(..)
+            | WatchEvent::ReplicaSet(_, None)
+            | WatchEvent::StatefulSet(_, None)
+            | WatchEvent::Deployment(..) => {}
         }
     }
 
@@ -239,7 +251,7 @@ impl ControllerManager {
         }
         if let Some(w) = self.pod_groups.next(view, now) {
             return Some(Work {
-                key: WorkKey::PodGroup(w.pod),
+                key: WorkKey::PodGroup(w.key),
                 changes: w.changes,
             });
         }

@@ -4,6 +4,7 @@
 use volcano_api::Objects;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::{NamespacedName, ObjectStore};
@@ -43,6 +44,16 @@ impl<'a> ClusterView<'a> {
 
     /// A pod by namespace and name.
     pub fn pod(&self, namespace: &str, name: &str) -> Option<&'a Pod> {
+        self.store.get(&NamespacedName::new(namespace, name))
+    }
+
+    /// A ReplicaSet by namespace and name.
+    pub fn replica_set(&self, namespace: &str, name: &str) -> Option<&'a ReplicaSet> {
+        self.store.get(&NamespacedName::new(namespace, name))
+    }
+
+    /// A StatefulSet by namespace and name.
+    pub fn stateful_set(&self, namespace: &str, name: &str) -> Option<&'a StatefulSet> {
         self.store.get(&NamespacedName::new(namespace, name))
     }
 

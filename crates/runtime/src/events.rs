@@ -21,6 +21,7 @@ fn api_version(kind: ObjectKind) -> &'static str {
         ObjectKind::Command => "bus.volcano.sh/v1alpha1",
         ObjectKind::PriorityClass => "scheduling.k8s.io/v1",
         ObjectKind::StorageClass | ObjectKind::CSINode => "storage.k8s.io/v1",
+        ObjectKind::ReplicaSet | ObjectKind::StatefulSet | ObjectKind::Deployment => "apps/v1",
         ObjectKind::Pod
         | ObjectKind::Node
         | ObjectKind::Namespace

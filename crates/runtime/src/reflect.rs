@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
 use volcano_api::custom_resource;
+use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -173,6 +174,9 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             }
             Kind::StorageClass => spawn::<StorageClass>(client, tx, Update::StorageClass),
             Kind::CSINode => spawn::<CSINode>(client, tx, Update::CSINode),
+            Kind::ReplicaSet => spawn::<ReplicaSet>(client, tx, Update::ReplicaSet),
+            Kind::StatefulSet => spawn::<StatefulSet>(client, tx, Update::StatefulSet),
+            Kind::Deployment => spawn::<Deployment>(client, tx, Update::Deployment),
         })
         .collect()
 }

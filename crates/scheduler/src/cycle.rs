@@ -98,6 +98,10 @@ impl SchedulingCycle {
             | WatchEvent::PersistentVolumeClaim(..)
             | WatchEvent::StorageClass(..)
             | WatchEvent::CSINode(..) => cache.cluster_object_changed(),
+            // Workloads shape PodGroups through the controllers; the scheduler reads those.
+            WatchEvent::ReplicaSet(..)
+            | WatchEvent::StatefulSet(..)
+            | WatchEvent::Deployment(..) => {}
             WatchEvent::Job(..) | WatchEvent::Command(..) => {}
         }
     }
@@ -204,7 +208,10 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         | ObjectKind::PersistentVolume
         | ObjectKind::PersistentVolumeClaim
         | ObjectKind::StorageClass
-        | ObjectKind::CSINode => false,
+        | ObjectKind::CSINode
+        | ObjectKind::ReplicaSet
+        | ObjectKind::StatefulSet
+        | ObjectKind::Deployment => false,
     }
 }
 

@@ -78,7 +78,8 @@ pub struct Chaos {
 
 impl Cluster {
     /// A cluster of `objects` at `now`, with the scheduler's implicit `root` and default
-    /// queues, and controllers that have just listed everything.
+    /// queues, the ReplicaSets and pods its workloads would have by now, and controllers that
+    /// have just listed everything.
     pub fn new(mut objects: Objects, opts: ManagerOptions, now: Instant) -> Self {
         let cache = CacheOptions::default();
         for name in [keys::ROOT_QUEUE, cache.default_queue.as_str()] {
@@ -90,6 +91,7 @@ impl Cluster {
                 objects.queues.push(implicit_queue(name));
             }
         }
+        crate::workloads::start_workloads(&mut objects);
         let store = Store::new(objects);
         let mut controllers = ControllerManager::new(opts);
         controllers.relist(&ClusterView::new(store.indexed()));

@@ -4,6 +4,8 @@
 //! - [`store`]: the objects, with creation, patches and deletes as the API server applies them,
 //!   and the watch events each change produces.
 //! - [`cluster`]: the store with the controllers and the scheduler wired to it.
+//! - [`workloads`]: the ReplicaSets and pods kube-controller-manager would make of a
+//!   scenario's Deployments, ReplicaSets and StatefulSets.
 //! - [`schedule`]: `volcano schedule`: controllers and sessions with frozen time.
 //! - [`simulate`]: `volcano sim`: the same over virtual time, with kubelets and node events.
 //! - [`metrics`]: what a simulation measured.
@@ -26,6 +28,7 @@ pub mod schedule;
 pub mod simulate;
 pub mod soak;
 pub mod store;
+pub mod workloads;
 
 pub use cluster::{Cluster, ClusterError};
 pub use store::Store;

@@ -110,6 +110,9 @@ impl Builder {
             Object::PersistentVolumeClaim(o) => objects.persistent_volume_claims.push(*o),
             Object::StorageClass(o) => objects.storage_classes.push(*o),
             Object::CSINode(o) => objects.csi_nodes.push(*o),
+            Object::ReplicaSet(o) => objects.replica_sets.push(*o),
+            Object::StatefulSet(o) => objects.stateful_sets.push(*o),
+            Object::Deployment(o) => objects.deployments.push(*o),
             Object::ConfigMap(cm) => {
                 let field = format!("data.{}", keys::SCHEDULER_CONF_KEY);
                 if let Some(first) = &self.scenario.scheduler_conf {

@@ -1,6 +1,7 @@
 //! The kinds a scenario may hold and a typed object of any of them: what [`decode`](super::decode)
 //! produces and [`validate`](super::validate) checks, below both.
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -41,10 +42,16 @@ pub(super) enum Kind {
     StorageClass,
     /// `storage.k8s.io/v1` CSINode.
     CSINode,
+    /// `apps/v1` ReplicaSet.
+    ReplicaSet,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+    /// `apps/v1` Deployment.
+    Deployment,
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 13] = [
+pub(super) const KINDS: [Kind; 16] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -58,12 +65,15 @@ pub(super) const KINDS: [Kind; 13] = [
     Kind::PersistentVolumeClaim,
     Kind::StorageClass,
     Kind::CSINode,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+    Kind::Deployment,
 ];
 
 /// What an error about an unknown kind says a scenario may hold.
 pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
-     PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass \
-     and CSINode";
+     PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, \
+     CSINode, ReplicaSet, StatefulSet and Deployment";
 
 impl Kind {
     /// The `kind` field's value.
@@ -82,6 +92,9 @@ impl Kind {
             Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
             Kind::StorageClass => "StorageClass",
             Kind::CSINode => "CSINode",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::Deployment => "Deployment",
         }
     }
 
@@ -94,6 +107,7 @@ impl Kind {
             | Kind::PersistentVolume
             | Kind::PersistentVolumeClaim => "v1",
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
+            Kind::ReplicaSet | Kind::StatefulSet | Kind::Deployment => "apps/v1",
             Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
             Kind::Job => "batch.volcano.sh/v1alpha1",
             Kind::Command => "bus.volcano.sh/v1alpha1",
@@ -110,6 +124,9 @@ impl Kind {
                 | Kind::Command
                 | Kind::ConfigMap
                 | Kind::PersistentVolumeClaim
+                | Kind::ReplicaSet
+                | Kind::StatefulSet
+                | Kind::Deployment
         )
     }
 
@@ -149,6 +166,12 @@ pub(super) enum Object {
     StorageClass(Box<StorageClass>),
     /// A CSINode.
     CSINode(Box<CSINode>),
+    /// A ReplicaSet.
+    ReplicaSet(Box<ReplicaSet>),
+    /// A StatefulSet.
+    StatefulSet(Box<StatefulSet>),
+    /// A Deployment.
+    Deployment(Box<Deployment>),
 }
 
 impl Object {
@@ -168,6 +191,9 @@ impl Object {
             Object::PersistentVolumeClaim(o) => &mut o.metadata,
             Object::StorageClass(o) => &mut o.metadata,
             Object::CSINode(o) => &mut o.metadata,
+            Object::ReplicaSet(o) => &mut o.metadata,
+            Object::StatefulSet(o) => &mut o.metadata,
+            Object::Deployment(o) => &mut o.metadata,
         }
     }
 }

@@ -3,11 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
     ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::LoadError;
 use super::object::Object;
@@ -28,6 +31,9 @@ pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
         Object::ConfigMap(cm) => config_map(site, cm),
         Object::PersistentVolume(pv) => persistent_volume(site, pv),
         Object::PersistentVolumeClaim(pvc) => persistent_volume_claim(site, pvc),
+        Object::ReplicaSet(rs) => replica_set(site, rs),
+        Object::StatefulSet(sts) => stateful_set(site, sts),
+        Object::Deployment(d) => deployment(site, d),
         Object::Command(_)
         | Object::PriorityClass(_)
         | Object::Namespace(_)
@@ -70,6 +76,66 @@ fn persistent_volume_claim(site: &Site, pvc: &PersistentVolumeClaim) -> Result<(
     }
     let capacity = pvc.status.as_ref().and_then(|s| s.capacity.as_ref());
     quantities(site, "status.capacity", capacity)
+}
+
+fn replica_set(site: &Site, rs: &ReplicaSet) -> Result<(), LoadError> {
+    let spec = rs.spec.as_ref();
+    workload(
+        site,
+        &rs.metadata,
+        spec.and_then(|s| s.replicas),
+        spec.and_then(|s| s.template.as_ref()),
+    )
+}
+
+fn stateful_set(site: &Site, sts: &StatefulSet) -> Result<(), LoadError> {
+    let spec = sts.spec.as_ref();
+    workload(
+        site,
+        &sts.metadata,
+        spec.and_then(|s| s.replicas),
+        spec.map(|s| &s.template),
+    )
+}
+
+fn deployment(site: &Site, d: &Deployment) -> Result<(), LoadError> {
+    let spec = d.spec.as_ref();
+    workload(
+        site,
+        &d.metadata,
+        spec.and_then(|s| s.replicas),
+        spec.map(|s| &s.template),
+    )
+}
+
+/// A workload's replica count and pod template quantities, and the gang size its annotation
+/// asks of the PodGroup controller: in a cluster a bad one falls back to 1 with only a log
+/// line, which a scenario author would never see, so a scenario refuses it.
+fn workload(
+    site: &Site,
+    meta: &ObjectMeta,
+    replicas: Option<i32>,
+    template: Option<&PodTemplateSpec>,
+) -> Result<(), LoadError> {
+    if let Some(n) = replicas.filter(|n| *n < 0) {
+        return Err(site.field_error("spec.replicas", format!("must be >= 0, got {n}")));
+    }
+    if let Some(value) = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::GROUP_MIN_MEMBER))
+    {
+        crate::workload::parse_group_min_member(value).map_err(|e| {
+            site.field_error(
+                format!("metadata.annotations.{}", keys::GROUP_MIN_MEMBER),
+                e.to_string(),
+            )
+        })?;
+    }
+    match template.and_then(|t| t.spec.as_ref()) {
+        Some(spec) => pod_spec_quantities(site, "spec.template.spec", spec),
+        None => Ok(()),
+    }
 }
 
 fn pod_quantities(site: &Site, pod: &Pod) -> Result<(), LoadError> {

@@ -1,5 +1,6 @@
 //! A change to one object, with the object before and after, as a watch delivers it.
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
@@ -42,6 +43,12 @@ pub enum WatchEvent {
     StorageClass(Option<Box<StorageClass>>, Option<Box<StorageClass>>),
     /// A CSINode.
     CSINode(Option<Box<CSINode>>, Option<Box<CSINode>>),
+    /// An apps ReplicaSet.
+    ReplicaSet(Option<Box<ReplicaSet>>, Option<Box<ReplicaSet>>),
+    /// An apps StatefulSet.
+    StatefulSet(Option<Box<StatefulSet>>, Option<Box<StatefulSet>>),
+    /// An apps Deployment.
+    Deployment(Option<Box<Deployment>>, Option<Box<Deployment>>),
 }
 
 fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
@@ -65,6 +72,9 @@ impl WatchEvent {
             WatchEvent::PersistentVolumeClaim(..) => ObjectKind::PersistentVolumeClaim,
             WatchEvent::StorageClass(..) => ObjectKind::StorageClass,
             WatchEvent::CSINode(..) => ObjectKind::CSINode,
+            WatchEvent::ReplicaSet(..) => ObjectKind::ReplicaSet,
+            WatchEvent::StatefulSet(..) => ObjectKind::StatefulSet,
+            WatchEvent::Deployment(..) => ObjectKind::Deployment,
         }
     }
 
@@ -83,6 +93,9 @@ impl WatchEvent {
             WatchEvent::PersistentVolumeClaim(o, n) => object_of(o, n),
             WatchEvent::StorageClass(o, n) => object_of(o, n),
             WatchEvent::CSINode(o, n) => object_of(o, n),
+            WatchEvent::ReplicaSet(o, n) => object_of(o, n),
+            WatchEvent::StatefulSet(o, n) => object_of(o, n),
+            WatchEvent::Deployment(o, n) => object_of(o, n),
         }
     }
 }

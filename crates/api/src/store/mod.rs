@@ -25,6 +25,7 @@ pub use index::{Index, owning_job, pod_group_queue};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
@@ -108,6 +109,9 @@ stored!(
 );
 stored!(StorageClass, StorageClass, storage_classes);
 stored!(CSINode, CSINode, csi_nodes);
+stored!(ReplicaSet, ReplicaSet, replica_sets);
+stored!(StatefulSet, StatefulSet, stateful_sets);
+stored!(Deployment, Deployment, deployments);
 
 /// One index per kind.
 #[derive(Debug, Clone, Default)]
@@ -124,6 +128,9 @@ struct Indexes {
     persistent_volume_claims: Index,
     storage_classes: Index,
     csi_nodes: Index,
+    replica_sets: Index,
+    stateful_sets: Index,
+    deployments: Index,
 }
 
 /// The objects, indexed (see the module documentation).
@@ -359,6 +366,9 @@ impl ObjectStore {
         );
         reindex(&mut o.storage_classes, &mut ix.storage_classes);
         reindex(&mut o.csi_nodes, &mut ix.csi_nodes);
+        reindex(&mut o.replica_sets, &mut ix.replica_sets);
+        reindex(&mut o.stateful_sets, &mut ix.stateful_sets);
+        reindex(&mut o.deployments, &mut ix.deployments);
     }
 }
 

@@ -265,3 +265,57 @@ fn storage_kinds_and_namespaces_round_trip_with_their_watch_events() {
     assert_eq!(objects.persistent_volume_claims.len(), 1);
     assert!(objects.csi_nodes.is_empty());
 }
+
+#[test]
+fn workloads_are_stored_in_a_namespace_with_their_watch_events() {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec, StatefulSet};
+
+    let named = |name: &str| ObjectMeta {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    let mut store = ObjectStore::new(Objects::default()).journaling();
+    let created = store.upsert(ReplicaSet {
+        metadata: named("web-1"),
+        ..Default::default()
+    });
+    assert_eq!(
+        created.object().map(|o| o.to_string()).as_deref(),
+        Some("ReplicaSet default/web-1"),
+        "a workload stored without a namespace is in default"
+    );
+    store.upsert(StatefulSet {
+        metadata: named("db"),
+        ..Default::default()
+    });
+    store.upsert(Deployment {
+        metadata: named("web"),
+        ..Default::default()
+    });
+    let scaled = store.modify::<ReplicaSet>(&NamespacedName::new("default", "web-1"), |rs| {
+        rs.spec = Some(ReplicaSetSpec {
+            replicas: Some(0),
+            ..Default::default()
+        });
+    });
+    let Some(WatchEvent::ReplicaSet(Some(old), Some(new))) = scaled else {
+        panic!("scaling a ReplicaSet is a ReplicaSet change: {scaled:?}");
+    };
+    assert!(old.spec.is_none());
+    assert_eq!(new.spec.and_then(|s| s.replicas), Some(0));
+    store.delete::<StatefulSet>(&NamespacedName::new("default", "db"));
+    let kinds: Vec<ObjectKind> = store.take_journal().iter().map(WatchEvent::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ObjectKind::ReplicaSet,
+            ObjectKind::StatefulSet,
+            ObjectKind::Deployment,
+            ObjectKind::ReplicaSet,
+            ObjectKind::StatefulSet,
+        ]
+    );
+    assert_eq!(store.objects().replica_sets.len(), 1);
+    assert!(store.objects().stateful_sets.is_empty());
+    assert_eq!(store.objects().deployments.len(), 1);
+}

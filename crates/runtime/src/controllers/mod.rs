@@ -24,14 +24,16 @@ use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
 use volcano_api::WatchEvent;
 
-/// The kinds the controllers read.
-pub const CONTROLLER_KINDS: [Kind; 6] = [
+/// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups.
+pub const CONTROLLER_KINDS: [Kind; 8] = [
     Kind::Job,
     Kind::Pod,
     Kind::PodGroup,
     Kind::Queue,
     Kind::Command,
     Kind::PriorityClass,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
 ];
 
 /// Turns taken before the loop looks at new watch events again, so a burst of work never

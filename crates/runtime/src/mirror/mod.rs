@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -54,6 +55,12 @@ pub enum Update {
     StorageClass(watcher::Event<StorageClass>),
     /// CSINodes.
     CSINode(watcher::Event<CSINode>),
+    /// ReplicaSets.
+    ReplicaSet(watcher::Event<ReplicaSet>),
+    /// StatefulSets.
+    StatefulSet(watcher::Event<StatefulSet>),
+    /// Deployments.
+    Deployment(watcher::Event<Deployment>),
 }
 
 /// The kinds the mirror can hold: every kind volcano-rs reads.
@@ -75,6 +82,9 @@ impl Update {
             Update::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
             Update::StorageClass(_) => Kind::StorageClass,
             Update::CSINode(_) => Kind::CSINode,
+            Update::ReplicaSet(_) => Kind::ReplicaSet,
+            Update::StatefulSet(_) => Kind::StatefulSet,
+            Update::Deployment(_) => Kind::Deployment,
         }
     }
 }
@@ -126,6 +136,9 @@ impl ClusterMirror {
             Update::PersistentVolumeClaim(ev) => self.take(Kind::PersistentVolumeClaim, ev),
             Update::StorageClass(ev) => self.take(Kind::StorageClass, ev),
             Update::CSINode(ev) => self.take(Kind::CSINode, ev),
+            Update::ReplicaSet(ev) => self.take(Kind::ReplicaSet, ev),
+            Update::StatefulSet(ev) => self.take(Kind::StatefulSet, ev),
+            Update::Deployment(ev) => self.take(Kind::Deployment, ev),
         }
     }
 
@@ -205,6 +218,9 @@ impl ClusterMirror {
             }
             ObjectKind::StorageClass => self.store.get::<StorageClass>(key)?.meta(),
             ObjectKind::CSINode => self.store.get::<CSINode>(key)?.meta(),
+            ObjectKind::ReplicaSet => self.store.get::<ReplicaSet>(key)?.meta(),
+            ObjectKind::StatefulSet => self.store.get::<StatefulSet>(key)?.meta(),
+            ObjectKind::Deployment => self.store.get::<Deployment>(key)?.meta(),
         };
         meta.uid.clone()
     }

@@ -171,3 +171,44 @@ fn storage_objects_and_namespaces_are_mirrored_and_their_relist_drops_what_went_
     assert_eq!(c.objects().csi_nodes.len(), 1);
     assert_eq!(c.objects().namespaces.len(), 1);
 }
+
+#[test]
+fn workloads_are_mirrored_with_their_changes_and_uids() {
+    use volcano_api::k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, StatefulSet};
+
+    let meta = |name: &str, version: &str| ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("default".into()),
+        uid: Some(format!("uid-{name}")),
+        resource_version: Some(version.into()),
+        ..Default::default()
+    };
+    let mut c = ClusterMirror::journaling();
+    c.apply(Update::ReplicaSet(Event::Apply(ReplicaSet {
+        metadata: meta("web-1", "1"),
+        ..Default::default()
+    })));
+    c.apply(Update::StatefulSet(Event::Apply(StatefulSet {
+        metadata: meta("db", "2"),
+        ..Default::default()
+    })));
+    let scaled = c.apply(Update::ReplicaSet(Event::Apply(ReplicaSet {
+        metadata: meta("web-1", "3"),
+        spec: Some(ReplicaSetSpec {
+            replicas: Some(0),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })));
+    assert!(
+        matches!(&scaled[..], [WatchEvent::ReplicaSet(Some(_), Some(new))] if new.spec.as_ref().and_then(|s| s.replicas) == Some(0)),
+        "a scale is seen as a change of the ReplicaSet: {scaled:?}"
+    );
+    let rs = ObjectRef::new(
+        ObjectKind::ReplicaSet,
+        NamespacedName::new("default", "web-1"),
+    );
+    assert_eq!(c.uid_of(&rs).as_deref(), Some("uid-web-1"));
+    assert_eq!(c.objects().replica_sets.len(), 1);
+    assert_eq!(c.objects().stateful_sets.len(), 1);
+}

@@ -315,7 +315,10 @@ fn object_of(w: &WatchEvent) -> String {
         | WatchEvent::PersistentVolume(..)
         | WatchEvent::PersistentVolumeClaim(..)
         | WatchEvent::StorageClass(..)
-        | WatchEvent::CSINode(..) => w
+        | WatchEvent::CSINode(..)
+        | WatchEvent::ReplicaSet(..)
+        | WatchEvent::StatefulSet(..)
+        | WatchEvent::Deployment(..) => w
             .object()
             .map(|r| format!("{}/{}/{}", r.kind, r.key.namespace, r.key.name)),
     }

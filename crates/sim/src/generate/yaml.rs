@@ -17,7 +17,7 @@ pub struct YamlError {
 
 /// The objects as one multi-document YAML text, in the order a reader wants them: queues,
 /// priority classes, namespaces and storage classes, nodes and their CSI drivers, volumes and
-/// claims, then the work.
+/// claims, then the work (workloads before the PodGroups and pods they shape).
 pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     let mut out = String::new();
     let name = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -46,6 +46,15 @@ pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     }
     for pvc in &objects.persistent_volume_claims {
         document(&mut out, "PersistentVolumeClaim", &name(&pvc.metadata), pvc)?;
+    }
+    for d in &objects.deployments {
+        document(&mut out, "Deployment", &name(&d.metadata), d)?;
+    }
+    for rs in &objects.replica_sets {
+        document(&mut out, "ReplicaSet", &name(&rs.metadata), rs)?;
+    }
+    for sts in &objects.stateful_sets {
+        document(&mut out, "StatefulSet", &name(&sts.metadata), sts)?;
     }
     for pg in &objects.pod_groups {
         document(&mut out, "PodGroup", &name(&pg.metadata), pg)?;

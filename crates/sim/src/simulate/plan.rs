@@ -78,6 +78,9 @@ pub fn plan(
         persistent_volume_claims,
         storage_classes,
         csi_nodes,
+        replica_sets,
+        stateful_sets,
+        deployments,
     } = objects;
     plan.initial.priority_classes = priority_classes;
     // Namespaces and storage exist from the start: nothing in a trace submits them later.
@@ -86,6 +89,11 @@ pub fn plan(
     plan.initial.persistent_volume_claims = persistent_volume_claims;
     plan.initial.storage_classes = storage_classes;
     plan.initial.csi_nodes = csi_nodes;
+    // Workloads too: their pods are listed beside them and their annotations shape those
+    // pods' PodGroups from the first look of the controllers.
+    plan.initial.replica_sets = replica_sets;
+    plan.initial.stateful_sets = stateful_sets;
+    plan.initial.deployments = deployments;
 
     for node in &nodes {
         node_events(&at, node, &mut plan)?;
