@@ -11,6 +11,7 @@ pub mod bus;
 pub mod crds;
 pub mod custom_resource;
 pub mod event;
+pub mod flow;
 pub mod keys;
 pub mod lifecycle;
 pub mod object_ref;
