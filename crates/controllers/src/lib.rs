@@ -17,6 +17,7 @@ pub mod change;
 pub mod command;
 pub mod job;
 pub mod job_plugins;
+pub mod jobflow;
 pub mod manager;
 pub mod podgroup;
 pub mod queue;
