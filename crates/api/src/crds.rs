@@ -18,6 +18,7 @@ use thiserror::Error;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
 /// Why the CRDs could not be built or rendered.
@@ -41,9 +42,11 @@ pub enum CrdError {
     },
 }
 
-/// The CRDs of Job, PodGroup, Queue and Command, in that order.
+/// The CRDs of Job, PodGroup, Queue, Command, JobFlow and JobTemplate, in that order.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
-    Ok(vec![job()?, pod_group()?, queue()?, command()?])
+    let mut all = vec![job()?, pod_group()?, queue()?, command()?];
+    all.extend([job_flow()?, job_template()?]);
+    Ok(all)
 }
 
 /// The CRDs as one multi-document YAML text (`---` between documents), ready for `kubectl apply`.
@@ -209,6 +212,41 @@ fn command() -> Result<CustomResourceDefinition, CrdError> {
         status: None,
     };
     finish(crd, "CommandList", |_| {})
+}
+
+fn job_flow() -> Result<CustomResourceDefinition, CrdError> {
+    finish(JobFlow::crd(), "JobFlowList", |schema| {
+        job_spec_as_volcano(schema, &["spec", "flows", "[]", "patch", "jobSpec"]);
+    })
+}
+
+fn job_template() -> Result<CustomResourceDefinition, CrdError> {
+    finish(JobTemplate::crd(), "JobTemplateList", |schema| {
+        job_spec_as_volcano(schema, &["spec"]);
+    })
+}
+
+/// A Job spec embedded elsewhere (a JobTemplate's spec, a flow's patch) gets what the Job's
+/// own does: Volcano's defaults and a pod template that keeps unknown fields, without its
+/// documentation (see [`job`]).
+fn job_spec_as_volcano(schema: &mut Value, at: &[&str]) {
+    for (path, default) in volcano_defaults("Job") {
+        let Some(rest) = path.strip_prefix(&["spec"][..]) else {
+            continue;
+        };
+        let full: Vec<&str> = at.iter().chain(rest).copied().collect();
+        if let Some(Value::Object(field)) = at_path(schema, &full) {
+            field.insert("default".into(), default);
+        }
+    }
+    let template: Vec<&str> = at.iter().chain(&["tasks", "[]", "template"]).copied().collect();
+    if let Some(t) = at_path(schema, &template) {
+        visit(t, &mut |o| {
+            o.remove("description");
+        });
+        visit(t, &mut preserve_unknown_fields);
+        visit(t, &mut optional_reference_name);
+    }
 }
 
 /// What every CRD gets: its list kind named (as Volcano's are), the root fields every object
