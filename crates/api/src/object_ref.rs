@@ -44,6 +44,10 @@ pub enum ObjectKind {
     StatefulSet,
     /// `apps` Deployment.
     Deployment,
+    /// `flow.volcano.sh` JobFlow.
+    JobFlow,
+    /// `flow.volcano.sh` JobTemplate.
+    JobTemplate,
 }
 
 impl ObjectKind {
@@ -65,6 +69,8 @@ impl ObjectKind {
             ObjectKind::ReplicaSet => "ReplicaSet",
             ObjectKind::StatefulSet => "StatefulSet",
             ObjectKind::Deployment => "Deployment",
+            ObjectKind::JobFlow => "JobFlow",
+            ObjectKind::JobTemplate => "JobTemplate",
         }
     }
 
@@ -86,6 +92,8 @@ impl ObjectKind {
             "ReplicaSet" => ObjectKind::ReplicaSet,
             "StatefulSet" => ObjectKind::StatefulSet,
             "Deployment" => ObjectKind::Deployment,
+            "JobFlow" => ObjectKind::JobFlow,
+            "JobTemplate" => ObjectKind::JobTemplate,
             _ => return None,
         })
     }

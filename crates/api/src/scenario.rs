@@ -19,11 +19,13 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
 mod cross;
 mod decode;
 mod documents;
+mod flow;
 mod load;
 mod object;
 mod site;
@@ -108,6 +110,10 @@ pub struct Objects {
     pub stateful_sets: Vec<StatefulSet>,
     /// Deployments; namespace always set.
     pub deployments: Vec<Deployment>,
+    /// JobFlows; namespace always set.
+    pub job_flows: Vec<JobFlow>,
+    /// JobTemplates; namespace always set.
+    pub job_templates: Vec<JobTemplate>,
 }
 
 /// The text of a `volcano-scheduler.conf` found in a ConfigMap, with where it came from.

@@ -181,6 +181,8 @@ impl ControllerManager {
             | WatchEvent::ReplicaSet(_, None)
             | WatchEvent::StatefulSet(_, None)
             | WatchEvent::Deployment(..) => {}
+            // The JobFlow and JobTemplate controllers are not run by the manager yet.
+            WatchEvent::JobFlow(..) | WatchEvent::JobTemplate(..) => {}
         }
     }
 

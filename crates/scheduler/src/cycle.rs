@@ -103,6 +103,7 @@ impl SchedulingCycle {
             | WatchEvent::StatefulSet(..)
             | WatchEvent::Deployment(..) => {}
             WatchEvent::Job(..) | WatchEvent::Command(..) => {}
+            WatchEvent::JobFlow(..) | WatchEvent::JobTemplate(..) => {}
         }
     }
 
@@ -211,7 +212,9 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         | ObjectKind::CSINode
         | ObjectKind::ReplicaSet
         | ObjectKind::StatefulSet
-        | ObjectKind::Deployment => false,
+        | ObjectKind::Deployment
+        | ObjectKind::JobFlow
+        | ObjectKind::JobTemplate => false,
     }
 }
 

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
 /// A kind a scenario may hold.
@@ -48,10 +49,14 @@ pub(super) enum Kind {
     StatefulSet,
     /// `apps/v1` Deployment.
     Deployment,
+    /// `flow.volcano.sh/v1alpha1` JobFlow.
+    JobFlow,
+    /// `flow.volcano.sh/v1alpha1` JobTemplate.
+    JobTemplate,
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 16] = [
+pub(super) const KINDS: [Kind; 18] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -68,12 +73,14 @@ pub(super) const KINDS: [Kind; 16] = [
     Kind::ReplicaSet,
     Kind::StatefulSet,
     Kind::Deployment,
+    Kind::JobFlow,
+    Kind::JobTemplate,
 ];
 
 /// What an error about an unknown kind says a scenario may hold.
 pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
      PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, \
-     CSINode, ReplicaSet, StatefulSet and Deployment";
+     CSINode, ReplicaSet, StatefulSet, Deployment, JobFlow and JobTemplate";
 
 impl Kind {
     /// The `kind` field's value.
@@ -95,6 +102,8 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::StatefulSet => "StatefulSet",
             Kind::Deployment => "Deployment",
+            Kind::JobFlow => "JobFlow",
+            Kind::JobTemplate => "JobTemplate",
         }
     }
 
@@ -112,6 +121,7 @@ impl Kind {
             Kind::Job => "batch.volcano.sh/v1alpha1",
             Kind::Command => "bus.volcano.sh/v1alpha1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
+            Kind::JobFlow | Kind::JobTemplate => "flow.volcano.sh/v1alpha1",
         }
     }
 
@@ -127,13 +137,18 @@ impl Kind {
                 | Kind::ReplicaSet
                 | Kind::StatefulSet
                 | Kind::Deployment
+                | Kind::JobFlow
+                | Kind::JobTemplate
         )
     }
 
     /// Volcano's CRDs accept an object without `spec` (every field has a default); the typed
     /// structs do not, so an absent spec is read as an empty one.
     pub(super) fn spec_optional(self) -> bool {
-        matches!(self, Kind::PodGroup | Kind::Queue | Kind::Job)
+        matches!(
+            self,
+            Kind::PodGroup | Kind::Queue | Kind::Job | Kind::JobFlow | Kind::JobTemplate
+        )
     }
 }
 
@@ -172,6 +187,10 @@ pub(super) enum Object {
     StatefulSet(Box<StatefulSet>),
     /// A Deployment.
     Deployment(Box<Deployment>),
+    /// A JobFlow.
+    JobFlow(Box<JobFlow>),
+    /// A JobTemplate.
+    JobTemplate(Box<JobTemplate>),
 }
 
 impl Object {
@@ -194,6 +213,8 @@ impl Object {
             Object::ReplicaSet(o) => &mut o.metadata,
             Object::StatefulSet(o) => &mut o.metadata,
             Object::Deployment(o) => &mut o.metadata,
+            Object::JobFlow(o) => &mut o.metadata,
+            Object::JobTemplate(o) => &mut o.metadata,
         }
     }
 }

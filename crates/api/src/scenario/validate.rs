@@ -34,6 +34,8 @@ pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
         Object::ReplicaSet(rs) => replica_set(site, rs),
         Object::StatefulSet(sts) => stateful_set(site, sts),
         Object::Deployment(d) => deployment(site, d),
+        Object::JobFlow(flow) => super::flow::job_flow(site, flow),
+        Object::JobTemplate(t) => super::flow::job_template(site, t),
         Object::Command(_)
         | Object::PriorityClass(_)
         | Object::Namespace(_)
@@ -146,7 +148,7 @@ fn pod_quantities(site: &Site, pod: &Pod) -> Result<(), LoadError> {
 }
 
 /// The quantities of a pod spec, at `prefix` (`spec`, or a Job task's `template.spec`).
-fn pod_spec_quantities(site: &Site, prefix: &str, spec: &PodSpec) -> Result<(), LoadError> {
+pub(super) fn pod_spec_quantities(site: &Site, prefix: &str, spec: &PodSpec) -> Result<(), LoadError> {
     containers(site, &format!("{prefix}.containers"), &spec.containers)?;
     if let Some(init) = &spec.init_containers {
         containers(site, &format!("{prefix}.initContainers"), init)?;

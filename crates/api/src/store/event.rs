@@ -7,6 +7,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{ObjectKind, ObjectRef};
 use crate::scheduling::{PodGroup, Queue};
 
@@ -49,6 +50,10 @@ pub enum WatchEvent {
     StatefulSet(Option<Box<StatefulSet>>, Option<Box<StatefulSet>>),
     /// An apps Deployment.
     Deployment(Option<Box<Deployment>>, Option<Box<Deployment>>),
+    /// A JobFlow.
+    JobFlow(Option<Box<JobFlow>>, Option<Box<JobFlow>>),
+    /// A JobTemplate.
+    JobTemplate(Option<Box<JobTemplate>>, Option<Box<JobTemplate>>),
 }
 
 fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
@@ -75,6 +80,8 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(..) => ObjectKind::ReplicaSet,
             WatchEvent::StatefulSet(..) => ObjectKind::StatefulSet,
             WatchEvent::Deployment(..) => ObjectKind::Deployment,
+            WatchEvent::JobFlow(..) => ObjectKind::JobFlow,
+            WatchEvent::JobTemplate(..) => ObjectKind::JobTemplate,
         }
     }
 
@@ -96,6 +103,8 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(o, n) => object_of(o, n),
             WatchEvent::StatefulSet(o, n) => object_of(o, n),
             WatchEvent::Deployment(o, n) => object_of(o, n),
+            WatchEvent::JobFlow(o, n) => object_of(o, n),
+            WatchEvent::JobTemplate(o, n) => object_of(o, n),
         }
     }
 }

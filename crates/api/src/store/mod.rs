@@ -33,6 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{NamespacedName, ObjectKind};
 use crate::scenario::Objects;
 use crate::scheduling::{PodGroup, Queue};
@@ -112,6 +113,8 @@ stored!(CSINode, CSINode, csi_nodes);
 stored!(ReplicaSet, ReplicaSet, replica_sets);
 stored!(StatefulSet, StatefulSet, stateful_sets);
 stored!(Deployment, Deployment, deployments);
+stored!(JobFlow, JobFlow, job_flows);
+stored!(JobTemplate, JobTemplate, job_templates);
 
 /// One index per kind.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +134,8 @@ struct Indexes {
     replica_sets: Index,
     stateful_sets: Index,
     deployments: Index,
+    job_flows: Index,
+    job_templates: Index,
 }
 
 /// The objects, indexed (see the module documentation).
@@ -369,6 +374,8 @@ impl ObjectStore {
         reindex(&mut o.replica_sets, &mut ix.replica_sets);
         reindex(&mut o.stateful_sets, &mut ix.stateful_sets);
         reindex(&mut o.deployments, &mut ix.deployments);
+        reindex(&mut o.job_flows, &mut ix.job_flows);
+        reindex(&mut o.job_templates, &mut ix.job_templates);
     }
 }
 

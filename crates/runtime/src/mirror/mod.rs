@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
@@ -61,6 +62,10 @@ pub enum Update {
     StatefulSet(watcher::Event<StatefulSet>),
     /// Deployments.
     Deployment(watcher::Event<Deployment>),
+    /// JobFlows.
+    JobFlow(watcher::Event<JobFlow>),
+    /// JobTemplates.
+    JobTemplate(watcher::Event<JobTemplate>),
 }
 
 /// The kinds the mirror can hold: every kind volcano-rs reads.
@@ -85,6 +90,8 @@ impl Update {
             Update::ReplicaSet(_) => Kind::ReplicaSet,
             Update::StatefulSet(_) => Kind::StatefulSet,
             Update::Deployment(_) => Kind::Deployment,
+            Update::JobFlow(_) => Kind::JobFlow,
+            Update::JobTemplate(_) => Kind::JobTemplate,
         }
     }
 }
@@ -139,6 +146,8 @@ impl ClusterMirror {
             Update::ReplicaSet(ev) => self.take(Kind::ReplicaSet, ev),
             Update::StatefulSet(ev) => self.take(Kind::StatefulSet, ev),
             Update::Deployment(ev) => self.take(Kind::Deployment, ev),
+            Update::JobFlow(ev) => self.take(Kind::JobFlow, ev),
+            Update::JobTemplate(ev) => self.take(Kind::JobTemplate, ev),
         }
     }
 
@@ -221,6 +230,8 @@ impl ClusterMirror {
             ObjectKind::ReplicaSet => self.store.get::<ReplicaSet>(key)?.meta(),
             ObjectKind::StatefulSet => self.store.get::<StatefulSet>(key)?.meta(),
             ObjectKind::Deployment => self.store.get::<Deployment>(key)?.meta(),
+            ObjectKind::JobFlow => self.store.get::<JobFlow>(key)?.meta(),
+            ObjectKind::JobTemplate => self.store.get::<JobTemplate>(key)?.meta(),
         };
         meta.uid.clone()
     }

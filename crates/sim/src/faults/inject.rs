@@ -318,7 +318,9 @@ fn object_of(w: &WatchEvent) -> String {
         | WatchEvent::CSINode(..)
         | WatchEvent::ReplicaSet(..)
         | WatchEvent::StatefulSet(..)
-        | WatchEvent::Deployment(..) => w
+        | WatchEvent::Deployment(..)
+        | WatchEvent::JobFlow(..)
+        | WatchEvent::JobTemplate(..) => w
             .object()
             .map(|r| format!("{}/{}/{}", r.kind, r.key.namespace, r.key.name)),
     }

@@ -81,6 +81,8 @@ pub fn plan(
         replica_sets,
         stateful_sets,
         deployments,
+        job_flows,
+        job_templates,
     } = objects;
     plan.initial.priority_classes = priority_classes;
     // Namespaces and storage exist from the start: nothing in a trace submits them later.
@@ -94,6 +96,9 @@ pub fn plan(
     plan.initial.replica_sets = replica_sets;
     plan.initial.stateful_sets = stateful_sets;
     plan.initial.deployments = deployments;
+    // Flows and their templates exist from the start; their Jobs come as the flows make them.
+    plan.initial.job_flows = job_flows;
+    plan.initial.job_templates = job_templates;
 
     for node in &nodes {
         node_events(&at, node, &mut plan)?;
