@@ -328,6 +328,28 @@ pub static KINDS: &[KindInfo] = &[
         true,
         ALL
     ),
+    kind!(
+        "jobflows",
+        "jobflow",
+        "flow.volcano.sh",
+        "v1alpha1",
+        "JobFlow",
+        true,
+        ["jf"],
+        true,
+        NONE
+    ),
+    kind!(
+        "jobtemplates",
+        "jobtemplate",
+        "flow.volcano.sh",
+        "v1alpha1",
+        "JobTemplate",
+        true,
+        ["jt"],
+        true,
+        NONE
+    ),
 ];
 
 /// The kind served at `group`/`version` under `resource`.

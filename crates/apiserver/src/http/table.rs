@@ -473,6 +473,11 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
             }),
             a,
         ],
+        ("flow.volcano.sh", "jobflows") => vec![
+            n,
+            col("Status", "string", 0, path_cell!("status.state.phase")),
+            col("Age", "date", 0, age),
+        ],
         ("batch.volcano.sh", "jobs") => vec![
             n,
             col("STATUS", "string", 0, path_cell!("status.state.phase")),
@@ -599,6 +604,13 @@ mod tests {
             json!(["j", "Running", 2, 2, "<unknown>", "q"])
         );
         assert!(t["rows"][0].get("object").is_none());
+    }
+
+    #[test]
+    fn job_flows_show_their_phase_as_volcanos_crd_does() {
+        let flow = json!({"metadata": {"name": "f"}, "status": {"state": {"phase": "Running"}}});
+        let t = table(kinds::find("jobflows").unwrap(), [&flow], None, Include::None, 0);
+        assert_eq!(t["rows"][0]["cells"], json!(["f", "Running", "<unknown>"]));
     }
 
     #[test]
