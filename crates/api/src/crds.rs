@@ -239,7 +239,11 @@ fn job_spec_as_volcano(schema: &mut Value, at: &[&str]) {
             field.insert("default".into(), default);
         }
     }
-    let template: Vec<&str> = at.iter().chain(&["tasks", "[]", "template"]).copied().collect();
+    let template: Vec<&str> = at
+        .iter()
+        .chain(&["tasks", "[]", "template"])
+        .copied()
+        .collect();
     if let Some(t) = at_path(schema, &template) {
         visit(t, &mut |o| {
             o.remove("description");

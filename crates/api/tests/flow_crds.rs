@@ -37,8 +37,8 @@ fn embedded_job_specs_get_volcanos_defaults() {
     let template = &schema("JobTemplate")["properties"]["spec"]["properties"];
     assert_eq!(template["maxRetry"]["default"], json!(3));
     assert_eq!(template["queue"]["default"], json!("default"));
-    let patch = &schema("JobFlow")["properties"]["spec"]["properties"]["flows"]["items"]
-        ["properties"]["patch"]["properties"]["jobSpec"]["properties"];
+    let patch = &schema("JobFlow")["properties"]["spec"]["properties"]["flows"]["items"]["properties"]
+        ["patch"]["properties"]["jobSpec"]["properties"];
     assert_eq!(patch["maxRetry"]["default"], json!(3));
     let pod = &template["tasks"]["items"]["properties"]["template"];
     assert_eq!(pod["x-kubernetes-preserve-unknown-fields"], json!(true));

@@ -84,5 +84,8 @@ fn a_flow_named_twice_or_an_unknown_policy_is_an_error() {
 #[test]
 fn a_template_with_a_bad_quantity_names_the_field() {
     let text = FLOW.replace("{name: c}", "{name: c, resources: {requests: {cpu: lots}}}");
-    assert_error(&text, &["JobTemplate default/a", "spec.tasks[0].template.spec"]);
+    assert_error(
+        &text,
+        &["JobTemplate default/a", "spec.tasks[0].template.spec"],
+    );
 }

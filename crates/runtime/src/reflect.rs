@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
-use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::custom_resource;
+use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,

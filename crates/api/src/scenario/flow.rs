@@ -22,10 +22,9 @@ pub(super) fn job_flow(site: &Site, flow: &JobFlow) -> Result<(), LoadError> {
     let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (i, step) in flow.spec.flows.iter().enumerate() {
         if step.name.is_empty() {
-            return Err(site.field_error(
-                format!("spec.flows[{i}].name"),
-                "must name a JobTemplate",
-            ));
+            return Err(
+                site.field_error(format!("spec.flows[{i}].name"), "must name a JobTemplate")
+            );
         }
         let targets = step
             .depends_on
@@ -74,7 +73,11 @@ pub(super) fn job_template(site: &Site, template: &JobTemplate) -> Result<(), Lo
 fn job_spec(site: &Site, prefix: &str, spec: &JobSpec) -> Result<(), LoadError> {
     for (i, task) in spec.tasks.iter().enumerate() {
         if let Some(pod_spec) = &task.template.spec {
-            pod_spec_quantities(site, &format!("{prefix}.tasks[{i}].template.spec"), pod_spec)?;
+            pod_spec_quantities(
+                site,
+                &format!("{prefix}.tasks[{i}].template.spec"),
+                pod_spec,
+            )?;
         }
     }
     Ok(())

@@ -148,7 +148,11 @@ fn pod_quantities(site: &Site, pod: &Pod) -> Result<(), LoadError> {
 }
 
 /// The quantities of a pod spec, at `prefix` (`spec`, or a Job task's `template.spec`).
-pub(super) fn pod_spec_quantities(site: &Site, prefix: &str, spec: &PodSpec) -> Result<(), LoadError> {
+pub(super) fn pod_spec_quantities(
+    site: &Site,
+    prefix: &str,
+    spec: &PodSpec,
+) -> Result<(), LoadError> {
     containers(site, &format!("{prefix}.containers"), &spec.containers)?;
     if let Some(init) = &spec.init_containers {
         containers(site, &format!("{prefix}.initContainers"), init)?;

@@ -609,7 +609,13 @@ mod tests {
     #[test]
     fn job_flows_show_their_phase_as_volcanos_crd_does() {
         let flow = json!({"metadata": {"name": "f"}, "status": {"state": {"phase": "Running"}}});
-        let t = table(kinds::find("jobflows").unwrap(), [&flow], None, Include::None, 0);
+        let t = table(
+            kinds::find("jobflows").unwrap(),
+            [&flow],
+            None,
+            Include::None,
+            0,
+        );
         assert_eq!(t["rows"][0]["cells"], json!(["f", "Running", "<unknown>"]));
     }
 

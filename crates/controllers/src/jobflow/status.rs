@@ -120,4 +120,3 @@ pub fn advance_phase(status: &mut JobFlowStatus, flows: usize) {
     };
     status.state.phase = next.to_string();
 }
-

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use thiserror::Error;
+use volcano_api::NamespacedName;
 use volcano_api::batch::{Job, JobStatus, job_phase};
 use volcano_api::flow::{Flow, JobFlow, JobFlowStatus, JobTemplate, flow_phase, labels};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use volcano_api::NamespacedName;
 
 use super::status::{advance_phase, job_flow_status};
 use super::{job_name, object_string};
@@ -73,7 +73,12 @@ pub fn sync_job_flow(
     {
         out.delete_jobs = owned
             .iter()
-            .map(|j| NamespacedName::new(namespace.as_str(), j.metadata.name.as_deref().unwrap_or_default()))
+            .map(|j| {
+                NamespacedName::new(
+                    namespace.as_str(),
+                    j.metadata.name.as_deref().unwrap_or_default(),
+                )
+            })
             .collect();
         return out;
     }
@@ -181,5 +186,8 @@ fn job_from_template(
 
 /// Whether an object lives in `namespace` (a missing namespace is `default`, as stored).
 pub(super) fn in_namespace(meta: &ObjectMeta, namespace: &str) -> bool {
-    meta.namespace.as_deref().unwrap_or(volcano_api::object_ref::DEFAULT_NAMESPACE) == namespace
+    meta.namespace
+        .as_deref()
+        .unwrap_or(volcano_api::object_ref::DEFAULT_NAMESPACE)
+        == namespace
 }

@@ -202,7 +202,11 @@ fn chain(policy: &str) -> Harness {
 fn a_chain_of_three_templates_runs_in_dependency_order() {
     let mut h = chain(retain_policy::RETAIN);
     h.sync();
-    assert_eq!(h.job_names(), ["flow-a"], "only the flow without targets starts");
+    assert_eq!(
+        h.job_names(),
+        ["flow-a"],
+        "only the flow without targets starts"
+    );
     assert_eq!(h.phase(), flow_phase::PENDING);
     h.run_for(5);
     assert_eq!(h.phase(), flow_phase::RUNNING);
@@ -272,11 +276,18 @@ fn a_flow_with_two_targets_waits_for_both() {
     h.sync();
     h.run_for(3);
     // b finishes late: its Job is made to look younger.
-    if let Some(b) = h.jobs.iter_mut().find(|j| j.metadata.name.as_deref() == Some("flow-b")) {
+    if let Some(b) = h
+        .jobs
+        .iter_mut()
+        .find(|j| j.metadata.name.as_deref() == Some("flow-b"))
+    {
         b.metadata.creation_timestamp = Some(h.now.after(Duration::from_secs(20)).to_time());
     }
     h.run_for(15);
-    assert!(!h.job_names().contains(&"flow-c".to_string()), "c waits for b");
+    assert!(
+        !h.job_names().contains(&"flow-c".to_string()),
+        "c waits for b"
+    );
     h.run_for(40);
     assert!(h.job_names().contains(&"flow-c".to_string()));
 }
@@ -288,7 +299,11 @@ fn the_delete_retain_policy_removes_the_jobs_once_the_flow_succeeds() {
     h.run_for(60);
     assert_eq!(h.phase(), flow_phase::SUCCEED);
     assert!(h.jobs.is_empty(), "left: {:?}", h.job_names());
-    assert_eq!(h.created.len(), 3, "no Job is made again after the deletion");
+    assert_eq!(
+        h.created.len(),
+        3,
+        "no Job is made again after the deletion"
+    );
 }
 
 #[test]
