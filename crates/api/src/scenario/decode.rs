@@ -8,7 +8,7 @@ use serde_yaml_ng::{Mapping, Value};
 use super::documents::RawDocument;
 use super::object::{KINDS, KNOWN_KINDS, Kind, Object};
 use super::site::Site;
-use super::{LoadError, ObjectKey, validate};
+use super::{LoadError, ObjectKey, flow, validate};
 
 /// The namespace of namespaced objects that do not name one, as `kubectl apply` does.
 const DEFAULT_NAMESPACE: &str = "default";
@@ -76,6 +76,7 @@ pub(super) fn decode(document: RawDocument) -> Result<Option<Decoded>, LoadError
     let key = normalize_metadata(kind, &site, object.metadata_mut())?;
     let site = Site::object(site.source().clone(), &key);
     validate::object(&site, &object)?;
+    flow::object(&site, &object)?;
     Ok(Some(Decoded { key, object, site }))
 }
 

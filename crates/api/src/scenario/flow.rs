@@ -5,13 +5,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::LoadError;
+use super::object::Object;
 use super::site::Site;
 use super::validate::pod_spec_quantities;
 use crate::batch::JobSpec;
 use crate::flow::{JobFlow, JobTemplate, retain_policy};
 
+/// The checks of a JobFlow or a JobTemplate; other kinds pass.
+pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
+    match object {
+        Object::JobFlow(flow) => job_flow(site, flow),
+        Object::JobTemplate(template) => job_template(site, template),
+        _ => Ok(()),
+    }
+}
+
 /// A JobFlow's flows are named once each, depend on flows it has, without a cycle.
-pub(super) fn job_flow(site: &Site, flow: &JobFlow) -> Result<(), LoadError> {
+fn job_flow(site: &Site, flow: &JobFlow) -> Result<(), LoadError> {
     let policy = flow.spec.job_retain_policy.as_str();
     if !matches!(policy, "" | retain_policy::RETAIN | retain_policy::DELETE) {
         return Err(site.field_error(
@@ -66,7 +76,7 @@ pub(super) fn job_flow(site: &Site, flow: &JobFlow) -> Result<(), LoadError> {
 }
 
 /// A JobTemplate's spec passes the checks of a Job's.
-pub(super) fn job_template(site: &Site, template: &JobTemplate) -> Result<(), LoadError> {
+fn job_template(site: &Site, template: &JobTemplate) -> Result<(), LoadError> {
     job_spec(site, "spec", &template.spec.0)
 }
 
