@@ -3,9 +3,11 @@
 //! follows Kubernetes' CronJob controller): missed start times, `startingDeadlineSeconds`,
 //! concurrency policies, suspension and history limits.
 
+pub mod controller;
 pub mod schedule;
 pub mod sync;
 
+pub use controller::{CronJobController, CronJobWork};
 pub use schedule::{Schedule, ScheduleError};
 pub use sync::{CronJobEvent, CronJobSync, sync_cron_job};
 

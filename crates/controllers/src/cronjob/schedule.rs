@@ -2,9 +2,9 @@
 //! Kubernetes' and Volcano's CronJob controllers compute them.
 
 use croner::Cron;
-use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::TimeZone;
 use thiserror::Error;
+use volcano_api::cron_schedule;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::time::Instant;
@@ -56,12 +56,9 @@ pub fn has_zone_prefix(schedule: &str) -> bool {
 
 /// Looks a time zone up by its IANA name (`""` and `UTC` are UTC).
 pub fn time_zone(name: &str) -> Result<TimeZone, ScheduleError> {
-    if name.is_empty() || name == "UTC" {
-        return Ok(TimeZone::UTC);
-    }
-    TimeZone::get(name).map_err(|e| ScheduleError::UnknownTimeZone {
+    cron_schedule::time_zone(name).map_err(|message| ScheduleError::UnknownTimeZone {
         zone: name.to_string(),
-        message: e.to_string(),
+        message,
     })
 }
 
@@ -89,18 +86,7 @@ impl Schedule {
         } else {
             (time_zone(time_zone_name.unwrap_or(""))?, trimmed)
         };
-        let fields = expr.split_whitespace().count();
-        if !expr.starts_with('@') && fields != 5 {
-            return Err(unparseable(format!(
-                "expected exactly 5 fields (minute hour day-of-month month day-of-week), found {fields}"
-            )));
-        }
-        let cron = CronParser::builder()
-            .seconds(Seconds::Disallowed)
-            .year(Year::Disallowed)
-            .build()
-            .parse(expr)
-            .map_err(|e| unparseable(e.to_string()))?;
+        let cron = cron_schedule::parse_cron(expr).map_err(unparseable)?;
         let parsed = Schedule {
             text: schedule.to_string(),
             cron,
