@@ -99,3 +99,21 @@ fn allow_with_runs_longer_than_a_minute_overlaps_them() {
     let m = hour(&cron_job("150s", ""));
     assert_eq!(starts(&m).len(), 60);
 }
+
+#[test]
+fn forbid_without_a_deadline_takes_a_skipped_start_late_and_never_overlaps() {
+    let m = hour(&cron_job("90s", "  concurrencyPolicy: Forbid\n"));
+    let mut runs: Vec<(f64, Option<f64>)> = m
+        .jobs
+        .iter()
+        .filter(|j| j.name.starts_with("default/tick-"))
+        .map(|j| (j.submitted_s, j.finished_s))
+        .collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // A run every 90 s or a little more: fewer than 60, more than the 30 a deadline allows.
+    assert!(runs.len() > 30 && runs.len() < 60, "{runs:?}");
+    for w in runs.windows(2) {
+        let ended = w[0].1.expect("an earlier run has finished");
+        assert!(w[1].0 >= ended, "a run started before the one before it ended: {runs:?}");
+    }
+}
