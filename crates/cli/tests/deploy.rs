@@ -210,7 +210,7 @@ fn crds_print_as_json_too() {
         .iter()
         .map(|c| c["spec"]["names"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["Job", "PodGroup", "Queue", "Command"]);
+    assert_eq!(kinds, ["Job", "PodGroup", "Queue", "Command", "CronJob"]);
 }
 
 #[test]
