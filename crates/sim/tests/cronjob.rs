@@ -114,6 +114,9 @@ fn forbid_without_a_deadline_takes_a_skipped_start_late_and_never_overlaps() {
     assert!(runs.len() > 30 && runs.len() < 60, "{runs:?}");
     for w in runs.windows(2) {
         let ended = w[0].1.expect("an earlier run has finished");
-        assert!(w[1].0 >= ended, "a run started before the one before it ended: {runs:?}");
+        assert!(
+            w[1].0 >= ended,
+            "a run started before the one before it ended: {runs:?}"
+        );
     }
 }
