@@ -44,6 +44,8 @@ pub enum ObjectKind {
     StatefulSet,
     /// `apps` Deployment.
     Deployment,
+    /// `batch.volcano.sh` CronJob.
+    CronJob,
 }
 
 impl ObjectKind {
@@ -65,6 +67,7 @@ impl ObjectKind {
             ObjectKind::ReplicaSet => "ReplicaSet",
             ObjectKind::StatefulSet => "StatefulSet",
             ObjectKind::Deployment => "Deployment",
+            ObjectKind::CronJob => "CronJob",
         }
     }
 
@@ -86,6 +89,7 @@ impl ObjectKind {
             "ReplicaSet" => ObjectKind::ReplicaSet,
             "StatefulSet" => ObjectKind::StatefulSet,
             "Deployment" => ObjectKind::Deployment,
+            "CronJob" => ObjectKind::CronJob,
             _ => return None,
         })
     }

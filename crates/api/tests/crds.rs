@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use volcano_api::crds::{crds, crds_json, crds_yaml};
 
 #[test]
-fn yaml_and_json_parse_back_as_the_same_four_crds() {
+fn yaml_and_json_parse_back_as_the_same_five_crds() {
     let from_yaml = parsed();
     let names: Vec<_> = from_yaml
         .iter()
@@ -24,7 +24,8 @@ fn yaml_and_json_parse_back_as_the_same_four_crds() {
             "jobs.batch.volcano.sh",
             "podgroups.scheduling.volcano.sh",
             "queues.scheduling.volcano.sh",
-            "commands.bus.volcano.sh"
+            "commands.bus.volcano.sh",
+            "cronjobs.batch.volcano.sh"
         ]
     );
     assert_eq!(from_yaml, crds().unwrap().as_slice());
@@ -73,6 +74,15 @@ fn names_scope_and_versions_are_volcanos() {
             "command",
             "Namespaced",
             &[],
+        ),
+        (
+            "CronJob",
+            "batch.volcano.sh",
+            "v1alpha1",
+            "cronjobs",
+            "cronjob",
+            "Namespaced",
+            &["cronvcjob", "cronvj"],
         ),
     ];
     for (kind, group, version, plural, singular, scope, short) in expect {

@@ -210,7 +210,7 @@ fn crds_print_as_json_too() {
         .iter()
         .map(|c| c["spec"]["names"]["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["Job", "PodGroup", "Queue", "Command"]);
+    assert_eq!(kinds, ["Job", "PodGroup", "Queue", "Command", "CronJob"]);
 }
 
 #[test]
@@ -434,8 +434,14 @@ fn controllers_get_exactly_what_they_use() {
     assert_eq!(
         cluster,
         expected(&[
-            ("batch.volcano.sh", &["jobs"], &["list", "watch", "delete"]),
+            (
+                "batch.volcano.sh",
+                &["jobs"],
+                &["list", "watch", "create", "delete"]
+            ),
             ("batch.volcano.sh", &["jobs/status"], &["patch"]),
+            ("batch.volcano.sh", &["cronjobs"], &["list", "watch"]),
+            ("batch.volcano.sh", &["cronjobs/status"], &["patch"]),
             (
                 "",
                 &["pods"],

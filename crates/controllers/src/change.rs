@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use volcano_api::batch::JobStatus;
+use volcano_api::batch::{Job, JobStatus};
+use volcano_api::cronjob::CronJobStatus;
 use volcano_api::event::Event;
 use volcano_api::k8s_openapi::api::core::v1::{
     ConfigMap, PersistentVolumeClaim, Pod, Secret, Service,
@@ -166,6 +167,17 @@ pub enum Change {
     },
     /// Record an event.
     Event(Event),
+    /// Create a Volcano Job (a CronJob's run); an existing one of that name is left alone.
+    CreateJob(Box<Job>),
+    /// Write a CronJob's status (the CronJob controller is its only writer).
+    UpdateCronJobStatus {
+        /// Namespace.
+        namespace: String,
+        /// CronJob name.
+        name: String,
+        /// The new status.
+        status: Box<CronJobStatus>,
+    },
 }
 
 impl Change {
@@ -187,6 +199,8 @@ impl Change {
             | Change::PatchQueueAnnotations { .. }
             | Change::Update(_) => "FailedUpdate",
             Change::Event(_) => "FailedRecord",
+            Change::CreateJob(_) => "FailedCreate",
+            Change::UpdateCronJobStatus { .. } => "FailedUpdate",
         }
     }
 }

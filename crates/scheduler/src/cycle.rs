@@ -102,7 +102,7 @@ impl SchedulingCycle {
             WatchEvent::ReplicaSet(..)
             | WatchEvent::StatefulSet(..)
             | WatchEvent::Deployment(..) => {}
-            WatchEvent::Job(..) | WatchEvent::Command(..) => {}
+            WatchEvent::Job(..) | WatchEvent::Command(..) | WatchEvent::CronJob(..) => {}
         }
     }
 
@@ -211,7 +211,8 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         | ObjectKind::CSINode
         | ObjectKind::ReplicaSet
         | ObjectKind::StatefulSet
-        | ObjectKind::Deployment => false,
+        | ObjectKind::Deployment
+        | ObjectKind::CronJob => false,
     }
 }
 

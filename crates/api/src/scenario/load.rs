@@ -113,6 +113,7 @@ impl Builder {
             Object::ReplicaSet(o) => objects.replica_sets.push(*o),
             Object::StatefulSet(o) => objects.stateful_sets.push(*o),
             Object::Deployment(o) => objects.deployments.push(*o),
+            Object::CronJob(o) => objects.cron_jobs.push(*o),
             Object::ConfigMap(cm) => {
                 let field = format!("data.{}", keys::SCHEDULER_CONF_KEY);
                 if let Some(first) = &self.scenario.scheduler_conf {

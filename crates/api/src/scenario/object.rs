@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::scheduling::{PodGroup, Queue};
 
 /// A kind a scenario may hold.
@@ -48,10 +49,12 @@ pub(super) enum Kind {
     StatefulSet,
     /// `apps/v1` Deployment.
     Deployment,
+    /// `batch.volcano.sh/v1alpha1` CronJob.
+    CronJob,
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 16] = [
+pub(super) const KINDS: [Kind; 17] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -68,12 +71,13 @@ pub(super) const KINDS: [Kind; 16] = [
     Kind::ReplicaSet,
     Kind::StatefulSet,
     Kind::Deployment,
+    Kind::CronJob,
 ];
 
 /// What an error about an unknown kind says a scenario may hold.
 pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
      PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, \
-     CSINode, ReplicaSet, StatefulSet and Deployment";
+     CSINode, ReplicaSet, StatefulSet, Deployment and CronJob";
 
 impl Kind {
     /// The `kind` field's value.
@@ -95,6 +99,7 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::StatefulSet => "StatefulSet",
             Kind::Deployment => "Deployment",
+            Kind::CronJob => "CronJob",
         }
     }
 
@@ -109,7 +114,7 @@ impl Kind {
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::ReplicaSet | Kind::StatefulSet | Kind::Deployment => "apps/v1",
             Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
-            Kind::Job => "batch.volcano.sh/v1alpha1",
+            Kind::Job | Kind::CronJob => "batch.volcano.sh/v1alpha1",
             Kind::Command => "bus.volcano.sh/v1alpha1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
         }
@@ -127,6 +132,7 @@ impl Kind {
                 | Kind::ReplicaSet
                 | Kind::StatefulSet
                 | Kind::Deployment
+                | Kind::CronJob
         )
     }
 
@@ -172,6 +178,8 @@ pub(super) enum Object {
     StatefulSet(Box<StatefulSet>),
     /// A Deployment.
     Deployment(Box<Deployment>),
+    /// A Volcano CronJob.
+    CronJob(Box<CronJob>),
 }
 
 impl Object {
@@ -194,6 +202,7 @@ impl Object {
             Object::ReplicaSet(o) => &mut o.metadata,
             Object::StatefulSet(o) => &mut o.metadata,
             Object::Deployment(o) => &mut o.metadata,
+            Object::CronJob(o) => &mut o.metadata,
         }
     }
 }

@@ -7,6 +7,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::object_ref::{ObjectKind, ObjectRef};
 use crate::scheduling::{PodGroup, Queue};
 
@@ -49,6 +50,8 @@ pub enum WatchEvent {
     StatefulSet(Option<Box<StatefulSet>>, Option<Box<StatefulSet>>),
     /// An apps Deployment.
     Deployment(Option<Box<Deployment>>, Option<Box<Deployment>>),
+    /// A Volcano CronJob.
+    CronJob(Option<Box<CronJob>>, Option<Box<CronJob>>),
 }
 
 fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
@@ -75,6 +78,7 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(..) => ObjectKind::ReplicaSet,
             WatchEvent::StatefulSet(..) => ObjectKind::StatefulSet,
             WatchEvent::Deployment(..) => ObjectKind::Deployment,
+            WatchEvent::CronJob(..) => ObjectKind::CronJob,
         }
     }
 
@@ -96,6 +100,7 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(o, n) => object_of(o, n),
             WatchEvent::StatefulSet(o, n) => object_of(o, n),
             WatchEvent::Deployment(o, n) => object_of(o, n),
+            WatchEvent::CronJob(o, n) => object_of(o, n),
         }
     }
 }

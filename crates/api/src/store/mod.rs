@@ -33,6 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::object_ref::{NamespacedName, ObjectKind};
 use crate::scenario::Objects;
 use crate::scheduling::{PodGroup, Queue};
@@ -112,6 +113,7 @@ stored!(CSINode, CSINode, csi_nodes);
 stored!(ReplicaSet, ReplicaSet, replica_sets);
 stored!(StatefulSet, StatefulSet, stateful_sets);
 stored!(Deployment, Deployment, deployments);
+stored!(CronJob, CronJob, cron_jobs);
 
 /// One index per kind.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +133,7 @@ struct Indexes {
     replica_sets: Index,
     stateful_sets: Index,
     deployments: Index,
+    cron_jobs: Index,
 }
 
 /// The objects, indexed (see the module documentation).
@@ -369,6 +372,7 @@ impl ObjectStore {
         reindex(&mut o.replica_sets, &mut ix.replica_sets);
         reindex(&mut o.stateful_sets, &mut ix.stateful_sets);
         reindex(&mut o.deployments, &mut ix.deployments);
+        reindex(&mut o.cron_jobs, &mut ix.cron_jobs);
     }
 }
 

@@ -24,8 +24,9 @@ use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
 use volcano_api::WatchEvent;
 
-/// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups.
-pub const CONTROLLER_KINDS: [Kind; 8] = [
+/// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups;
+/// CronJobs create Jobs.
+pub const CONTROLLER_KINDS: [Kind; 9] = [
     Kind::Job,
     Kind::Pod,
     Kind::PodGroup,
@@ -34,6 +35,7 @@ pub const CONTROLLER_KINDS: [Kind; 8] = [
     Kind::PriorityClass,
     Kind::ReplicaSet,
     Kind::StatefulSet,
+    Kind::CronJob,
 ];
 
 /// Turns taken before the loop looks at new watch events again, so a burst of work never
@@ -203,6 +205,7 @@ impl ControllerRuntime {
             ("queue", stats.queues),
             ("podgroup", stats.pod_groups),
             ("command", stats.commands),
+            ("cronjob", stats.cron_jobs),
         ] {
             self.metrics
                 .queue_depth

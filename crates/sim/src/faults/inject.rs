@@ -318,7 +318,8 @@ fn object_of(w: &WatchEvent) -> String {
         | WatchEvent::CSINode(..)
         | WatchEvent::ReplicaSet(..)
         | WatchEvent::StatefulSet(..)
-        | WatchEvent::Deployment(..) => w
+        | WatchEvent::Deployment(..)
+        | WatchEvent::CronJob(..) => w
             .object()
             .map(|r| format!("{}/{}/{}", r.kind, r.key.namespace, r.key.name)),
     }

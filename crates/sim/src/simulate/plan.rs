@@ -81,6 +81,7 @@ pub fn plan(
         replica_sets,
         stateful_sets,
         deployments,
+        cron_jobs,
     } = objects;
     plan.initial.priority_classes = priority_classes;
     // Namespaces and storage exist from the start: nothing in a trace submits them later.
@@ -94,6 +95,8 @@ pub fn plan(
     plan.initial.replica_sets = replica_sets;
     plan.initial.stateful_sets = stateful_sets;
     plan.initial.deployments = deployments;
+    // CronJobs exist from the start; the Jobs they create come from the controller.
+    plan.initial.cron_jobs = cron_jobs;
 
     for node in &nodes {
         node_events(&at, node, &mut plan)?;
