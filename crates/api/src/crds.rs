@@ -18,6 +18,7 @@ use thiserror::Error;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
@@ -42,11 +43,17 @@ pub enum CrdError {
     },
 }
 
-/// The CRDs of Job, PodGroup, Queue, Command, JobFlow and JobTemplate, in that order.
+/// The CRDs of Job, PodGroup, Queue, Command, CronJob, JobFlow and JobTemplate, in that order.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
-    let mut all = vec![job()?, pod_group()?, queue()?, command()?];
-    all.extend([job_flow()?, job_template()?]);
-    Ok(all)
+    Ok(vec![
+        job()?,
+        pod_group()?,
+        queue()?,
+        command()?,
+        cron_job()?,
+        job_flow()?,
+        job_template()?,
+    ])
 }
 
 /// The CRDs as one multi-document YAML text (`---` between documents), ready for `kubectl apply`.
@@ -112,6 +119,14 @@ fn volcano_defaults(kind: &str) -> Vec<(&'static [&'static str], Value)> {
             (&["spec", "weight"], json!(1)),
             (&["spec", "dequeueStrategy"], json!("traverse")),
         ],
+        "CronJob" => vec![
+            (&["spec", "concurrencyPolicy"], json!("Allow")),
+            (&["spec", "suspend"], json!(false)),
+            (&["spec", "successfulJobsHistoryLimit"], json!(3)),
+            (&["spec", "failedJobsHistoryLimit"], json!(1)),
+            (&["spec", "jobTemplate", "spec", "maxRetry"], json!(3)),
+            (&["spec", "jobTemplate", "spec", "queue"], json!("default")),
+        ],
         _ => Vec::new(),
     }
 }
@@ -133,6 +148,26 @@ fn job() -> Result<CustomResourceDefinition, CrdError> {
             // fields anywhere in the template, while known ones are still validated.
             visit(t, &mut preserve_unknown_fields);
             visit(t, &mut optional_reference_name);
+        }
+    })
+}
+
+fn cron_job() -> Result<CustomResourceDefinition, CrdError> {
+    finish(CronJob::crd(), "CronJobList", |schema| {
+        let template = ["spec", "jobTemplate", "spec", "tasks", "[]", "template"];
+        // The same pod template as a Job's, trimmed and kept open for the same reasons.
+        if let Some(t) = at_path(schema, &template) {
+            visit(t, &mut |o| {
+                o.remove("description");
+            });
+            visit(t, &mut preserve_unknown_fields);
+            visit(t, &mut optional_reference_name);
+        }
+        // The template's metadata: its documentation is Kubernetes', not ours.
+        if let Some(meta) = at_path(schema, &["spec", "jobTemplate", "metadata"]) {
+            visit(meta, &mut |o| {
+                o.remove("description");
+            });
         }
     })
 }

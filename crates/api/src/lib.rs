@@ -9,6 +9,8 @@
 pub mod batch;
 pub mod bus;
 pub mod crds;
+pub mod cron_schedule;
+pub mod cronjob;
 pub mod custom_resource;
 pub mod event;
 pub mod flow;

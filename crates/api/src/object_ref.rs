@@ -44,6 +44,8 @@ pub enum ObjectKind {
     StatefulSet,
     /// `apps` Deployment.
     Deployment,
+    /// `batch.volcano.sh` CronJob.
+    CronJob,
     /// `flow.volcano.sh` JobFlow.
     JobFlow,
     /// `flow.volcano.sh` JobTemplate.
@@ -69,6 +71,7 @@ impl ObjectKind {
             ObjectKind::ReplicaSet => "ReplicaSet",
             ObjectKind::StatefulSet => "StatefulSet",
             ObjectKind::Deployment => "Deployment",
+            ObjectKind::CronJob => "CronJob",
             ObjectKind::JobFlow => "JobFlow",
             ObjectKind::JobTemplate => "JobTemplate",
         }
@@ -92,6 +95,7 @@ impl ObjectKind {
             "ReplicaSet" => ObjectKind::ReplicaSet,
             "StatefulSet" => ObjectKind::StatefulSet,
             "Deployment" => ObjectKind::Deployment,
+            "CronJob" => ObjectKind::CronJob,
             "JobFlow" => ObjectKind::JobFlow,
             "JobTemplate" => ObjectKind::JobTemplate,
             _ => return None,

@@ -19,6 +19,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
@@ -30,6 +31,7 @@ mod load;
 mod object;
 mod site;
 mod validate;
+mod validate_cronjob;
 mod warnings;
 
 pub use load::{load_paths, load_str};
@@ -110,6 +112,8 @@ pub struct Objects {
     pub stateful_sets: Vec<StatefulSet>,
     /// Deployments; namespace always set.
     pub deployments: Vec<Deployment>,
+    /// Volcano CronJobs; namespace always set.
+    pub cron_jobs: Vec<CronJob>,
     /// JobFlows; namespace always set.
     pub job_flows: Vec<JobFlow>,
     /// JobTemplates; namespace always set.

@@ -25,6 +25,7 @@ fn yaml_and_json_parse_back_as_the_same_crds() {
             "podgroups.scheduling.volcano.sh",
             "queues.scheduling.volcano.sh",
             "commands.bus.volcano.sh",
+            "cronjobs.batch.volcano.sh",
             "jobflows.flow.volcano.sh",
             "jobtemplates.flow.volcano.sh"
         ]
@@ -75,6 +76,15 @@ fn names_scope_and_versions_are_volcanos() {
             "command",
             "Namespaced",
             &[],
+        ),
+        (
+            "CronJob",
+            "batch.volcano.sh",
+            "v1alpha1",
+            "cronjobs",
+            "cronjob",
+            "Namespaced",
+            &["cronvcjob", "cronvj"],
         ),
         (
             "JobFlow",

@@ -90,7 +90,7 @@ fn unknown_kind_is_an_error() {
             "s.yaml: document 2 (line 4)",
             "field kind",
             "unknown kind DaemonSet (apiVersion apps/v1)",
-            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, ReplicaSet, StatefulSet, Deployment, JobFlow and JobTemplate",
+            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow and JobTemplate",
         ],
     );
 }

@@ -327,6 +327,17 @@ pub static KINDS: &[KindInfo] = &[
         ["deploy"],
         true,
         ALL
+    ), // Volcano CronJobs: the controller-manager creates their Jobs.
+    kind!(
+        "cronjobs",
+        "cronjob",
+        "batch.volcano.sh",
+        "v1alpha1",
+        "CronJob",
+        true,
+        ["cronvcjob", "cronvj"],
+        true,
+        NONE
     ),
     kind!(
         "jobflows",

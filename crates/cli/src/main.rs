@@ -56,6 +56,12 @@ enum Command {
     /// Queues on a cluster: create, list, get, operate, delete (as vcctl).
     #[command(subcommand)]
     Queue(vcctl::QueueCommand),
+    /// JobFlows on a cluster: create, list, get, describe, delete (as vcctl).
+    #[command(subcommand)]
+    Jobflow(vcctl::FlowCommand),
+    /// JobTemplates on a cluster: create, list, get, describe, delete (as vcctl).
+    #[command(subcommand)]
+    Jobtemplate(vcctl::FlowCommand),
     /// A local control plane in one process: API server, simulated nodes, scheduler and
     /// controllers; writes a kubeconfig for kubectl.
     #[cfg(feature = "local-cluster")]
@@ -198,6 +204,8 @@ fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args),
         Command::Job(cmd) => vcctl::run_job(cmd),
         Command::Queue(cmd) => vcctl::run_queue(cmd),
+        Command::Jobflow(cmd) => vcctl::run_job_flow(cmd),
+        Command::Jobtemplate(cmd) => vcctl::run_job_template(cmd),
         #[cfg(feature = "local-cluster")]
         Command::Up(args) => up::run(&args),
         #[cfg(not(feature = "local-cluster"))]

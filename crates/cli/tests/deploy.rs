@@ -217,6 +217,7 @@ fn crds_print_as_json_too() {
             "PodGroup",
             "Queue",
             "Command",
+            "CronJob",
             "JobFlow",
             "JobTemplate"
         ]
@@ -444,8 +445,14 @@ fn controllers_get_exactly_what_they_use() {
     assert_eq!(
         cluster,
         expected(&[
-            ("batch.volcano.sh", &["jobs"], &["list", "watch", "delete"]),
+            (
+                "batch.volcano.sh",
+                &["jobs"],
+                &["list", "watch", "create", "delete"]
+            ),
             ("batch.volcano.sh", &["jobs/status"], &["patch"]),
+            ("batch.volcano.sh", &["cronjobs"], &["list", "watch"]),
+            ("batch.volcano.sh", &["cronjobs/status"], &["patch"]),
             (
                 "",
                 &["pods"],

@@ -235,3 +235,40 @@ fn faults_are_injected_from_a_seed_reported_and_checked() {
         "{err}"
     );
 }
+
+fn cron_job(schedule: &str) -> String {
+    format!(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: CronJob\nmetadata: {{name: tick}}\n\
+         spec:\n  schedule: \"{schedule}\"\n  jobTemplate:\n    spec:\n      tasks:\n      - name: w\n        replicas: 1\n\
+         \x20       template:\n          metadata: {{annotations: {{sim.volcano-rs.io/duration: 30s}}}}\n\
+         \x20         spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"1\"}}}}}}]}}\n"
+    )
+}
+
+#[test]
+fn a_cron_job_runs_on_virtual_time_and_a_bad_schedule_is_named() {
+    let path = write("cron", &[NODE.to_string(), cron_job("*/5 * * * *")]);
+    let out = sim(&path, &["--until", "30m", "-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    // Every five minutes over half an hour: 5, 10, ..., 25 (the 30:00 start is 100 ms late).
+    assert_eq!(jobs.len(), 5, "{jobs:?}");
+    assert!(
+        jobs.iter()
+            .all(|j| j["name"].as_str().unwrap().starts_with("default/tick-"))
+    );
+    assert!(jobs.iter().all(|j| j["phase"] == "Completed"), "{jobs:?}");
+
+    let bad = write("cron-bad", &[NODE.to_string(), cron_job("61 * * * *")]);
+    expect_input_error(
+        "bad schedule",
+        &sim(&bad, &[]),
+        &["cron-bad.yaml", "CronJob default/tick", "spec.schedule"],
+    );
+}

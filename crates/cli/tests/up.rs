@@ -406,3 +406,81 @@ fn the_scheduler_and_controller_manager_binaries_run_a_job_against_an_api_server
         "{leases}"
     );
 }
+
+#[test]
+fn kubectl_applies_a_cron_job_that_creates_a_job_at_the_next_minute() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let up = start_up();
+    let kc = up.kubeconfig.clone();
+    let file = up.dir.join("tick.yaml");
+    let template = job_yaml("unused", "default", 1);
+    // The Job's spec, indented under jobTemplate.
+    let spec = template
+        .split_once("spec:\n")
+        .map(|(_, s)| s)
+        .unwrap()
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect::<String>();
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: batch.volcano.sh/v1alpha1\nkind: CronJob\nmetadata:\n  name: tick\n\
+             spec:\n  schedule: \"* * * * *\"\n  jobTemplate:\n    spec:\n{spec}"
+        ),
+    )
+    .unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", file.to_str().unwrap()]),
+        "kubectl apply the CronJob",
+    );
+    let listed = ok(
+        &run(&kubectl, &kc, &["get", "cronvj", "tick", "-o", "name"]),
+        "kubectl get cronvj",
+    );
+    assert!(listed.contains("tick"), "{listed}");
+    // The next minute starts within 60 s; the controller creates the Job 100 ms after.
+    let job = eventually(75, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &["get", "vcjob", "-o", "jsonpath={.items[*].metadata.name}"],
+        );
+        let seen = String::from_utf8_lossy(&out.stdout).into_owned();
+        (seen.starts_with("tick-"), seen)
+    });
+    let job = job.split_whitespace().next().unwrap().to_string();
+    let owner = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "vcjob",
+                &job,
+                "-o",
+                "jsonpath={.metadata.ownerReferences[0].kind}",
+            ],
+        ),
+        "kubectl get the Job's owner",
+    );
+    assert_eq!(owner, "CronJob");
+    wait_for_phase(&kubectl, &kc, &job, "Completed", 40);
+    let last = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "cronvj",
+                "tick",
+                "-o",
+                "jsonpath={.status.lastScheduleTime}",
+            ],
+        ),
+        "kubectl get the CronJob's status",
+    );
+    assert!(last.ends_with(":00Z"), "scheduled on a minute: {last}");
+}

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use volcano_api::batch::JobStatus;
+use volcano_api::batch::{Job, JobStatus};
+use volcano_api::cronjob::CronJobStatus;
 use volcano_api::event::Event;
+use volcano_api::flow::{JobFlowStatus, JobTemplateStatus};
 use volcano_api::k8s_openapi::api::core::v1::{
     ConfigMap, PersistentVolumeClaim, Pod, Secret, Service,
 };
@@ -166,6 +168,35 @@ pub enum Change {
     },
     /// Record an event.
     Event(Event),
+    /// Create a Volcano Job (a CronJob's run); an existing one of that name is left alone.
+    CreateJob(Box<Job>),
+    /// Write a CronJob's status (the CronJob controller is its only writer).
+    UpdateCronJobStatus {
+        /// Namespace.
+        namespace: String,
+        /// CronJob name.
+        name: String,
+        /// The new status.
+        status: Box<CronJobStatus>,
+    },
+    /// Write a JobFlow's status (the JobFlow controller is its only writer).
+    UpdateJobFlowStatus {
+        /// Namespace.
+        namespace: String,
+        /// JobFlow name.
+        name: String,
+        /// The new status.
+        status: Box<JobFlowStatus>,
+    },
+    /// Write a JobTemplate's status (the JobTemplate controller is its only writer).
+    UpdateJobTemplateStatus {
+        /// Namespace.
+        namespace: String,
+        /// JobTemplate name.
+        name: String,
+        /// The new status.
+        status: Box<JobTemplateStatus>,
+    },
 }
 
 impl Change {
@@ -187,6 +218,10 @@ impl Change {
             | Change::PatchQueueAnnotations { .. }
             | Change::Update(_) => "FailedUpdate",
             Change::Event(_) => "FailedRecord",
+            Change::CreateJob(_) => "FailedCreate",
+            Change::UpdateCronJobStatus { .. }
+            | Change::UpdateJobFlowStatus { .. }
+            | Change::UpdateJobTemplateStatus { .. } => "FailedUpdate",
         }
     }
 }

@@ -9,11 +9,13 @@ use volcano_api::keys;
 
 use crate::change::Change;
 use crate::command::{self, Consumption, Route};
+use crate::cronjob::CronJobController;
 use crate::job::JobController;
 use crate::job::controller::Refusal;
 use crate::job::request::JobKey;
 use crate::job::sync::JobEnv;
 use crate::job_plugins::{PluginContext, SshKeySource};
+use crate::jobflow::{FlowKey, JobFlowController};
 use crate::podgroup::{PodGroupController, PodGroupKey};
 use crate::queue::QueueController;
 use crate::time::Instant;
@@ -44,6 +46,10 @@ pub enum WorkKey {
     PodGroup(PodGroupKey),
     /// A queue.
     Queue(String),
+    /// A CronJob.
+    CronJob(NamespacedName),
+    /// A JobFlow or a JobTemplate.
+    Flow(FlowKey),
 }
 
 /// One turn: changes to apply, then report with [`ControllerManager::finish`].
@@ -70,6 +76,10 @@ pub struct QueueStats {
     pub pod_groups: usize,
     /// Commands waiting to be consumed.
     pub commands: usize,
+    /// Entries in the CronJob controller's queue.
+    pub cron_jobs: usize,
+    /// Entries in the JobFlow and JobTemplate controllers' queue.
+    pub flows: usize,
 }
 
 /// The job, queue and PodGroup controllers and Command consumption.
@@ -82,6 +92,8 @@ pub struct ControllerManager {
     events: Vec<Event>,
     ssh_keys: Box<dyn SshKeySource>,
     retry: RetryPolicy,
+    cron_jobs: CronJobController,
+    flows: JobFlowController,
 }
 
 impl ControllerManager {
@@ -101,6 +113,8 @@ impl ControllerManager {
             events: Vec::new(),
             ssh_keys: opts.ssh_keys,
             retry: opts.retry,
+            cron_jobs: CronJobController::new(opts.retry),
+            flows: JobFlowController::new(opts.retry),
         }
     }
 
@@ -117,6 +131,8 @@ impl ControllerManager {
         self.commands = WorkQueue::new(self.retry);
         self.consuming.clear();
         self.events.clear();
+        self.cron_jobs = CronJobController::new(self.retry);
+        self.flows = JobFlowController::new(self.retry);
         self.relist(view);
     }
 
@@ -144,6 +160,15 @@ impl ControllerManager {
         for c in &objs.commands {
             self.on_command(c);
         }
+        for cj in &objs.cron_jobs {
+            self.cron_jobs.on_cron_job(Some(cj));
+        }
+        for f in &objs.job_flows {
+            self.flows.on_job_flow(Some(f));
+        }
+        for t in &objs.job_templates {
+            self.flows.on_job_template(Some(t), view);
+        }
     }
 
     /// Feeds one watch event to the controllers that care. Nodes, priority classes,
@@ -152,7 +177,11 @@ impl ControllerManager {
     /// its appearance asks for work.
     pub fn observe(&mut self, event: &WatchEvent, view: &ClusterView<'_>) {
         match event {
-            WatchEvent::Job(old, new) => self.jobs.on_job(old.as_deref(), new.as_deref()),
+            WatchEvent::Job(old, new) => {
+                self.jobs.on_job(old.as_deref(), new.as_deref());
+                self.cron_jobs.on_job(old.as_deref(), new.as_deref());
+                self.flows.on_job(old.as_deref(), new.as_deref());
+            }
             WatchEvent::Pod(old, new) => {
                 self.jobs.on_pod(old.as_deref(), new.as_deref(), view);
                 if let Some(p) = new {
@@ -170,6 +199,9 @@ impl ControllerManager {
             WatchEvent::Command(None, Some(c)) => self.on_command(c),
             WatchEvent::ReplicaSet(_, Some(rs)) => self.pod_groups.on_replica_set(rs),
             WatchEvent::StatefulSet(_, Some(sts)) => self.pod_groups.on_stateful_set(sts),
+            WatchEvent::CronJob(_, new) => self.cron_jobs.on_cron_job(new.as_deref()),
+            WatchEvent::JobFlow(_, new) => self.flows.on_job_flow(new.as_deref()),
+            WatchEvent::JobTemplate(_, new) => self.flows.on_job_template(new.as_deref(), view),
             WatchEvent::Command(..)
             | WatchEvent::Node(..)
             | WatchEvent::PriorityClass(..)
@@ -181,8 +213,6 @@ impl ControllerManager {
             | WatchEvent::ReplicaSet(_, None)
             | WatchEvent::StatefulSet(_, None)
             | WatchEvent::Deployment(..) => {}
-            // The JobFlow and JobTemplate controllers are not run by the manager yet.
-            WatchEvent::JobFlow(..) | WatchEvent::JobTemplate(..) => {}
         }
     }
 
@@ -251,6 +281,18 @@ impl ControllerManager {
                 changes: self.events.drain(..).map(Change::Event).collect(),
             });
         }
+        if let Some(w) = self.cron_jobs.next(view, now) {
+            return Some(Work {
+                key: WorkKey::CronJob(w.key),
+                changes: w.changes,
+            });
+        }
+        if let Some(w) = self.flows.next(view, now) {
+            return Some(Work {
+                key: WorkKey::Flow(w.key),
+                changes: w.changes,
+            });
+        }
         if let Some(w) = self.pod_groups.next(view, now) {
             return Some(Work {
                 key: WorkKey::PodGroup(w.key),
@@ -286,6 +328,8 @@ impl ControllerManager {
             }
             WorkKey::PodGroup(k) => self.pod_groups.finish(k, ok, now),
             WorkKey::Queue(q) => self.queues.finish(q, ok, now),
+            WorkKey::CronJob(k) => self.cron_jobs.finish(k, ok, now),
+            WorkKey::Flow(k) => self.flows.finish(k, ok, now),
         }
     }
 
@@ -310,6 +354,8 @@ impl ControllerManager {
             self.queues.next_due(),
             self.pod_groups.next_due(),
             self.commands.next_ready_at(),
+            self.cron_jobs.next_due(),
+            self.flows.next_due(),
         ]
         .into_iter()
         .flatten()
@@ -325,6 +371,8 @@ impl ControllerManager {
             queues_peak: self.queues.peak_queue_len(),
             pod_groups: self.pod_groups.queue_len(),
             commands: self.commands.len(),
+            cron_jobs: self.cron_jobs.queue_len(),
+            flows: self.flows.queue_len(),
         }
     }
 }

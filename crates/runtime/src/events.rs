@@ -16,7 +16,7 @@ pub const EVENT_QUEUE: usize = 1024;
 /// The API version of a kind the components report on.
 fn api_version(kind: ObjectKind) -> &'static str {
     match kind {
-        ObjectKind::Job => "batch.volcano.sh/v1alpha1",
+        ObjectKind::Job | ObjectKind::CronJob => "batch.volcano.sh/v1alpha1",
         ObjectKind::PodGroup | ObjectKind::Queue => "scheduling.volcano.sh/v1beta1",
         ObjectKind::Command => "bus.volcano.sh/v1alpha1",
         ObjectKind::JobFlow | ObjectKind::JobTemplate => "flow.volcano.sh/v1alpha1",

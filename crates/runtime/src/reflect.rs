@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::cronjob::CronJob;
 use volcano_api::custom_resource;
 use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
@@ -178,6 +179,7 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             Kind::ReplicaSet => spawn::<ReplicaSet>(client, tx, Update::ReplicaSet),
             Kind::StatefulSet => spawn::<StatefulSet>(client, tx, Update::StatefulSet),
             Kind::Deployment => spawn::<Deployment>(client, tx, Update::Deployment),
+            Kind::CronJob => spawn::<CronJob>(client, tx, Update::CronJob),
             Kind::JobFlow => spawn::<JobFlow>(client, tx, Update::JobFlow),
             Kind::JobTemplate => spawn::<JobTemplate>(client, tx, Update::JobTemplate),
         })

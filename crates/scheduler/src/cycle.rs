@@ -102,7 +102,7 @@ impl SchedulingCycle {
             WatchEvent::ReplicaSet(..)
             | WatchEvent::StatefulSet(..)
             | WatchEvent::Deployment(..) => {}
-            WatchEvent::Job(..) | WatchEvent::Command(..) => {}
+            WatchEvent::Job(..) | WatchEvent::Command(..) | WatchEvent::CronJob(..) => {}
             WatchEvent::JobFlow(..) | WatchEvent::JobTemplate(..) => {}
         }
     }
@@ -213,6 +213,7 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         | ObjectKind::ReplicaSet
         | ObjectKind::StatefulSet
         | ObjectKind::Deployment
+        | ObjectKind::CronJob
         | ObjectKind::JobFlow
         | ObjectKind::JobTemplate => false,
     }

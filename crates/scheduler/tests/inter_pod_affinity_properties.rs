@@ -204,13 +204,23 @@ fn broken(
                         .any(|u| target(u) == target(t) && u.topology_key == t.topology_key)
                 })
         };
+        // A pod of the group with the same rule that another selected pod serves may have come
+        // after that pod, and so after `p` too: the order of the session's placements is not
+        // known here, so only one left with nothing else beside it rules out `p` being first.
+        let served_without_p = |q: &Pod, qn: &str| {
+            others().any(|(r, rn)| {
+                r.metadata.name != q.metadata.name
+                    && app(r) == target(t)
+                    && same_domain(qn, rn, &t.topology_key)
+            })
+        };
         let first = app(p) == target(t)
             && label(node, &t.topology_key).is_some()
             && !others().any(|(q, n)| {
                 app(q) == target(t)
                     && label(n, &t.topology_key).is_some()
                     && (ran_before.contains(&q.metadata.name.clone().unwrap_or_default())
-                        || same_rule(q))
+                        || (same_rule(q) && !served_without_p(q, n)))
             });
         if !served && !first {
             return Some(format!("affinity of {:?}", p.metadata.name));

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::cronjob::CronJob;
+use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::core::v1::{Pod, PodStatus};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue, QueueStatus};
@@ -85,6 +87,20 @@ impl Store {
                     meta.name.as_deref().unwrap_or_default()
                 )));
             }
+        }
+        for cj in &mut objects.cron_jobs {
+            let meta = &mut cj.metadata;
+            if meta.uid.as_deref().unwrap_or_default().is_empty() {
+                meta.uid = Some(derived_uid(&format!(
+                    "CronJob/{}/{}",
+                    meta.namespace.as_deref().unwrap_or_default(),
+                    meta.name.as_deref().unwrap_or_default()
+                )));
+            }
+            // A CronJob of time zero was created when the run began: its first start is the
+            // first one after that.
+            meta.creation_timestamp
+                .get_or_insert_with(|| Instant::default().to_time());
         }
         Store {
             objects: ObjectStore::new(objects).journaling().keeping_order(),
@@ -279,6 +295,39 @@ impl Store {
                 self.events.push(e.clone());
                 Vec::new()
             }
+            Change::CreateJob(job) => {
+                if self
+                    .objects
+                    .contains::<Job>(&NamespacedName::of(&job.metadata))
+                {
+                    return Ok(Vec::new());
+                }
+                // The API server's admission defaults it, as it does every Job.
+                let mut job = (**job).clone();
+                volcano_controllers::admission::default_job(&mut job);
+                vec![self.create_job(job, now)]
+            }
+            Change::UpdateCronJobStatus {
+                namespace,
+                name,
+                status,
+            } => vec![self.modify::<CronJob>(&key(namespace, name), |cj| {
+                cj.status = Some((**status).clone())
+            })?],
+            Change::UpdateJobFlowStatus {
+                namespace,
+                name,
+                status,
+            } => vec![self.modify::<JobFlow>(&key(namespace, name), |f| {
+                f.status = Some((**status).clone())
+            })?],
+            Change::UpdateJobTemplateStatus {
+                namespace,
+                name,
+                status,
+            } => vec![self.modify::<JobTemplate>(&key(namespace, name), |t| {
+                t.status = Some((**status).clone())
+            })?],
         })
     }
 

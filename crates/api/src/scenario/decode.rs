@@ -70,6 +70,7 @@ pub(super) fn decode(document: RawDocument) -> Result<Option<Decoded>, LoadError
         Kind::ReplicaSet => Object::ReplicaSet(Box::new(typed(&site, value)?)),
         Kind::StatefulSet => Object::StatefulSet(Box::new(typed(&site, value)?)),
         Kind::Deployment => Object::Deployment(Box::new(typed(&site, value)?)),
+        Kind::CronJob => Object::CronJob(Box::new(typed(&site, value)?)),
         Kind::JobFlow => Object::JobFlow(Box::new(typed(&site, value)?)),
         Kind::JobTemplate => Object::JobTemplate(Box::new(typed(&site, value)?)),
     };

@@ -113,6 +113,7 @@ impl Builder {
             Object::ReplicaSet(o) => objects.replica_sets.push(*o),
             Object::StatefulSet(o) => objects.stateful_sets.push(*o),
             Object::Deployment(o) => objects.deployments.push(*o),
+            Object::CronJob(o) => objects.cron_jobs.push(*o),
             Object::JobFlow(o) => objects.job_flows.push(*o),
             Object::JobTemplate(o) => objects.job_templates.push(*o),
             Object::ConfigMap(cm) => {

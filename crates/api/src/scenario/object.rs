@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
 
@@ -49,6 +50,8 @@ pub(super) enum Kind {
     StatefulSet,
     /// `apps/v1` Deployment.
     Deployment,
+    /// `batch.volcano.sh/v1alpha1` CronJob.
+    CronJob,
     /// `flow.volcano.sh/v1alpha1` JobFlow.
     JobFlow,
     /// `flow.volcano.sh/v1alpha1` JobTemplate.
@@ -56,7 +59,7 @@ pub(super) enum Kind {
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 18] = [
+pub(super) const KINDS: [Kind; 19] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -73,6 +76,7 @@ pub(super) const KINDS: [Kind; 18] = [
     Kind::ReplicaSet,
     Kind::StatefulSet,
     Kind::Deployment,
+    Kind::CronJob,
     Kind::JobFlow,
     Kind::JobTemplate,
 ];
@@ -80,7 +84,7 @@ pub(super) const KINDS: [Kind; 18] = [
 /// What an error about an unknown kind says a scenario may hold.
 pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
      PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, \
-     CSINode, ReplicaSet, StatefulSet, Deployment, JobFlow and JobTemplate";
+     CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow and JobTemplate";
 
 impl Kind {
     /// The `kind` field's value.
@@ -102,6 +106,7 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::StatefulSet => "StatefulSet",
             Kind::Deployment => "Deployment",
+            Kind::CronJob => "CronJob",
             Kind::JobFlow => "JobFlow",
             Kind::JobTemplate => "JobTemplate",
         }
@@ -118,7 +123,7 @@ impl Kind {
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::ReplicaSet | Kind::StatefulSet | Kind::Deployment => "apps/v1",
             Kind::PodGroup | Kind::Queue => "scheduling.volcano.sh/v1beta1",
-            Kind::Job => "batch.volcano.sh/v1alpha1",
+            Kind::Job | Kind::CronJob => "batch.volcano.sh/v1alpha1",
             Kind::Command => "bus.volcano.sh/v1alpha1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::JobFlow | Kind::JobTemplate => "flow.volcano.sh/v1alpha1",
@@ -137,6 +142,7 @@ impl Kind {
                 | Kind::ReplicaSet
                 | Kind::StatefulSet
                 | Kind::Deployment
+                | Kind::CronJob
                 | Kind::JobFlow
                 | Kind::JobTemplate
         )
@@ -187,6 +193,8 @@ pub(super) enum Object {
     StatefulSet(Box<StatefulSet>),
     /// A Deployment.
     Deployment(Box<Deployment>),
+    /// A Volcano CronJob.
+    CronJob(Box<CronJob>),
     /// A JobFlow.
     JobFlow(Box<JobFlow>),
     /// A JobTemplate.
@@ -213,6 +221,7 @@ impl Object {
             Object::ReplicaSet(o) => &mut o.metadata,
             Object::StatefulSet(o) => &mut o.metadata,
             Object::Deployment(o) => &mut o.metadata,
+            Object::CronJob(o) => &mut o.metadata,
             Object::JobFlow(o) => &mut o.metadata,
             Object::JobTemplate(o) => &mut o.metadata,
         }

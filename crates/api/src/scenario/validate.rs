@@ -34,6 +34,7 @@ pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
         Object::ReplicaSet(rs) => replica_set(site, rs),
         Object::StatefulSet(sts) => stateful_set(site, sts),
         Object::Deployment(d) => deployment(site, d),
+        Object::CronJob(cj) => super::validate_cronjob::cron_job(site, cj),
         // Checked by `flow`, which uses this module's quantity checks.
         Object::JobFlow(_) | Object::JobTemplate(_) => Ok(()),
         Object::Command(_)

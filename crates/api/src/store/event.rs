@@ -7,6 +7,7 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{ObjectKind, ObjectRef};
 use crate::scheduling::{PodGroup, Queue};
@@ -50,6 +51,8 @@ pub enum WatchEvent {
     StatefulSet(Option<Box<StatefulSet>>, Option<Box<StatefulSet>>),
     /// An apps Deployment.
     Deployment(Option<Box<Deployment>>, Option<Box<Deployment>>),
+    /// A Volcano CronJob.
+    CronJob(Option<Box<CronJob>>, Option<Box<CronJob>>),
     /// A JobFlow.
     JobFlow(Option<Box<JobFlow>>, Option<Box<JobFlow>>),
     /// A JobTemplate.
@@ -80,6 +83,7 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(..) => ObjectKind::ReplicaSet,
             WatchEvent::StatefulSet(..) => ObjectKind::StatefulSet,
             WatchEvent::Deployment(..) => ObjectKind::Deployment,
+            WatchEvent::CronJob(..) => ObjectKind::CronJob,
             WatchEvent::JobFlow(..) => ObjectKind::JobFlow,
             WatchEvent::JobTemplate(..) => ObjectKind::JobTemplate,
         }
@@ -103,6 +107,7 @@ impl WatchEvent {
             WatchEvent::ReplicaSet(o, n) => object_of(o, n),
             WatchEvent::StatefulSet(o, n) => object_of(o, n),
             WatchEvent::Deployment(o, n) => object_of(o, n),
+            WatchEvent::CronJob(o, n) => object_of(o, n),
             WatchEvent::JobFlow(o, n) => object_of(o, n),
             WatchEvent::JobTemplate(o, n) => object_of(o, n),
         }

@@ -33,6 +33,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::batch::Job;
 use crate::bus::Command;
+use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{NamespacedName, ObjectKind};
 use crate::scenario::Objects;
@@ -113,6 +114,7 @@ stored!(CSINode, CSINode, csi_nodes);
 stored!(ReplicaSet, ReplicaSet, replica_sets);
 stored!(StatefulSet, StatefulSet, stateful_sets);
 stored!(Deployment, Deployment, deployments);
+stored!(CronJob, CronJob, cron_jobs);
 stored!(JobFlow, JobFlow, job_flows);
 stored!(JobTemplate, JobTemplate, job_templates);
 
@@ -134,6 +136,7 @@ struct Indexes {
     replica_sets: Index,
     stateful_sets: Index,
     deployments: Index,
+    cron_jobs: Index,
     job_flows: Index,
     job_templates: Index,
 }
@@ -374,6 +377,7 @@ impl ObjectStore {
         reindex(&mut o.replica_sets, &mut ix.replica_sets);
         reindex(&mut o.stateful_sets, &mut ix.stateful_sets);
         reindex(&mut o.deployments, &mut ix.deployments);
+        reindex(&mut o.cron_jobs, &mut ix.cron_jobs);
         reindex(&mut o.job_flows, &mut ix.job_flows);
         reindex(&mut o.job_templates, &mut ix.job_templates);
     }

@@ -1,4 +1,5 @@
-//! The commands a Volcano user knows from `vcctl`: `volcano job ...` and `volcano queue ...`,
+//! The commands a Volcano user knows from `vcctl`: `volcano job ...`, `volcano queue ...`,
+//! `volcano jobflow ...` and `volcano jobtemplate ...`,
 //! against any API server. Flags keep vcctl's letters, since users' scripts use them.
 
 use std::future::Future;
@@ -11,6 +12,7 @@ use crate::Failure;
 mod bus;
 pub(crate) mod client;
 mod describe;
+mod flow;
 mod job;
 mod job_file;
 mod queue;
@@ -72,6 +74,54 @@ pub enum QueueCommand {
     Operate(queue::OperateArgs),
     /// Delete a queue.
     Delete(queue::QueueRef),
+}
+
+/// `volcano jobflow` and `volcano jobtemplate`.
+#[derive(Subcommand, Debug)]
+#[command(after_help = "\
+The API server is found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else
+~/.kube/config, else the in-cluster service account. -n is the namespace (default: default).
+
+Examples:
+  volcano jobtemplate create -f templates.yaml
+  volcano jobflow create -f flow.yaml
+  volcano jobflow list --all-namespaces
+  volcano jobflow get -N etl
+  volcano jobflow describe -N etl -o json
+  volcano jobflow delete -N etl")]
+pub enum FlowCommand {
+    /// Create every object of a YAML file.
+    Create(flow::CreateArgs),
+    /// List the objects of a namespace (NAME, NAMESPACE, PHASE for flows, AGE).
+    List(flow::ListArgs),
+    /// Show one object as a row of the list.
+    Get(flow::GetArgs),
+    /// Print objects whole, as YAML or JSON.
+    Describe(flow::DescribeArgs),
+    /// Delete an object by name, or every one a YAML file names.
+    Delete(flow::DeleteArgs),
+}
+
+/// Runs a `volcano jobflow` command.
+pub fn run_job_flow(cmd: FlowCommand) -> Result<(), Failure> {
+    run_flow::<volcano_api::flow::JobFlow>(cmd)
+}
+
+/// Runs a `volcano jobtemplate` command.
+pub fn run_job_template(cmd: FlowCommand) -> Result<(), Failure> {
+    run_flow::<volcano_api::flow::JobTemplate>(cmd)
+}
+
+fn run_flow<K: flow::FlowKind>(cmd: FlowCommand) -> Result<(), Failure> {
+    block_on(async move {
+        match cmd {
+            FlowCommand::Create(args) => flow::create::<K>(&args).await,
+            FlowCommand::List(args) => flow::list::<K>(&args).await,
+            FlowCommand::Get(args) => flow::get::<K>(&args).await,
+            FlowCommand::Describe(args) => flow::describe::<K>(&args).await,
+            FlowCommand::Delete(args) => flow::delete::<K>(&args).await,
+        }
+    })
 }
 
 /// Runs a `volcano job` command.

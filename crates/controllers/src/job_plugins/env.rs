@@ -1,15 +1,12 @@
 //! The `env` plugin: tells each container which replica of its task it is, through
 //! `VC_TASK_INDEX` and its older spelling `VK_TASK_INDEX`.
 
-use std::collections::BTreeMap;
-
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::{EnvVar, Pod};
 use volcano_api::keys;
 
 use super::flags::Flags;
-use super::{JobPlugin, PluginError, forget, is_recorded, pod_spec, record};
-use crate::change::Change;
+use super::{JobPlugin, PluginError, pod_spec};
 
 const NAME: &str = "env";
 
@@ -66,36 +63,12 @@ impl JobPlugin for EnvPlugin {
         }
         Ok(())
     }
-
-    fn on_job_add(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        // Nothing to create, but Volcano records the plugin all the same; tools that read
-        // `controlledResources` expect the entry.
-        record(controlled, NAME);
-        Ok(Vec::new())
-    }
-
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
-    fn on_job_delete(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        if is_recorded(controlled, NAME) {
-            forget(controlled, NAME);
-        }
-        Ok(Vec::new())
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::super::testing::{containers, job, pod};
     use super::*;
 

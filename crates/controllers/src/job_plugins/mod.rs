@@ -46,22 +46,34 @@ pub trait JobPlugin {
 
     /// Objects to create when the job is first initiated. `controlled` is the job's
     /// `status.controlledResources`: a plugin records what it created there, and creates
-    /// nothing when its entry is already present.
+    /// nothing when its entry is already present. By default it creates nothing but records
+    /// itself all the same, as Volcano's plugins do: tools that read `controlledResources`
+    /// expect the entry.
     fn on_job_add(
         &self,
-        job: &Job,
+        _job: &Job,
         controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError>;
+    ) -> Result<Vec<Change>, PluginError> {
+        record(controlled, self.name());
+        Ok(Vec::new())
+    }
 
-    /// Objects to update on every later sync of the job (scaling changes host lists).
-    fn on_job_update(&self, job: &Job) -> Result<Vec<Change>, PluginError>;
+    /// Objects to update on every later sync of the job (scaling changes host lists); none
+    /// by default.
+    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
+        Ok(Vec::new())
+    }
 
-    /// Objects to delete when the job is killed for good or deleted.
+    /// Objects to delete when the job is killed for good or deleted; by default only the
+    /// plugin's record goes.
     fn on_job_delete(
         &self,
-        job: &Job,
+        _job: &Job,
         controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError>;
+    ) -> Result<Vec<Change>, PluginError> {
+        forget(controlled, self.name());
+        Ok(Vec::new())
+    }
 }
 
 /// What the plugins need from their environment.

@@ -6,10 +6,12 @@
 //! `tcpSocketList`, `taskStatusList`) are kept in the object but not evaluated: Volcano's
 //! controller waits for `Completed` only.
 //!
+//! - [`controller`]: the work queue of flows and templates, and the changes of each turn.
 //! - [`sync`]: one JobFlow turn: the Jobs to create or delete and the status to write.
 //! - [`status`]: a flow's status from its Jobs, and its phase transitions.
 //! - [`template`]: a JobTemplate's list of the Jobs made from it.
 
+pub mod controller;
 pub mod status;
 pub mod sync;
 pub mod template;
@@ -17,6 +19,7 @@ pub mod template;
 #[cfg(test)]
 mod tests;
 
+pub use controller::{FlowKey, FlowWork, JobFlowController};
 pub use sync::{FlowSync, JobFlowError, sync_job_flow};
 pub use template::sync_job_template;
 

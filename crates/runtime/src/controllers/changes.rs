@@ -11,6 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::cronjob::CronJob;
+use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::core::v1::{
     ConfigMap, PersistentVolumeClaim, Pod, Secret, Service,
 };
@@ -77,6 +79,7 @@ impl ChangeError {
             Change::CreatePod(_)
                 | Change::CreatePodGroup(_)
                 | Change::Create(_)
+                | Change::CreateJob(_)
                 | Change::Update(_)
         );
         let gone_namespace = creates && self.code() == Some(404);
@@ -241,6 +244,58 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
         Change::DeleteJob { namespace, name } => {
             delete::<Job>(client, namespace, name).await?;
             Ok(Vec::new())
+        }
+        Change::CreateJob(job) => match create::<Job>(client, job).await? {
+            Some(j) => applied(Update::Job(watcher::Event::Apply(j))),
+            None => Ok(Vec::new()),
+        },
+        Change::UpdateCronJobStatus {
+            namespace,
+            name,
+            status,
+        } => {
+            let what = format!("update CronJob {namespace}/{name} status");
+            let patch = replace_status(status).map_err(|e| ChangeError::Encode {
+                what: what.clone(),
+                source: e,
+            })?;
+            let cj = ns::<CronJob>(client, namespace)
+                .patch_status(name, &pp, &Patch::Json::<()>(patch))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::CronJob(watcher::Event::Apply(cj)))
+        }
+        Change::UpdateJobFlowStatus {
+            namespace,
+            name,
+            status,
+        } => {
+            let what = format!("update JobFlow {namespace}/{name} status");
+            let patch = replace_status(status).map_err(|e| ChangeError::Encode {
+                what: what.clone(),
+                source: e,
+            })?;
+            let f = ns::<JobFlow>(client, namespace)
+                .patch_status(name, &pp, &Patch::Json::<()>(patch))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::JobFlow(watcher::Event::Apply(f)))
+        }
+        Change::UpdateJobTemplateStatus {
+            namespace,
+            name,
+            status,
+        } => {
+            let what = format!("update JobTemplate {namespace}/{name} status");
+            let patch = replace_status(status).map_err(|e| ChangeError::Encode {
+                what: what.clone(),
+                source: e,
+            })?;
+            let t = ns::<JobTemplate>(client, namespace)
+                .patch_status(name, &pp, &Patch::Json::<()>(patch))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::JobTemplate(watcher::Event::Apply(t)))
         }
         Change::PatchQueueState { name, state } => {
             let what = format!("set Queue {name} state");

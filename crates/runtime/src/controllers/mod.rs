@@ -24,8 +24,9 @@ use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
 use volcano_api::WatchEvent;
 
-/// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups.
-pub const CONTROLLER_KINDS: [Kind; 8] = [
+/// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups;
+/// CronJobs and JobFlows create Jobs, JobFlows from JobTemplates.
+pub const CONTROLLER_KINDS: [Kind; 11] = [
     Kind::Job,
     Kind::Pod,
     Kind::PodGroup,
@@ -34,6 +35,9 @@ pub const CONTROLLER_KINDS: [Kind; 8] = [
     Kind::PriorityClass,
     Kind::ReplicaSet,
     Kind::StatefulSet,
+    Kind::CronJob,
+    Kind::JobFlow,
+    Kind::JobTemplate,
 ];
 
 /// Turns taken before the loop looks at new watch events again, so a burst of work never
@@ -203,6 +207,7 @@ impl ControllerRuntime {
             ("queue", stats.queues),
             ("podgroup", stats.pod_groups),
             ("command", stats.commands),
+            ("cronjob", stats.cron_jobs),
         ] {
             self.metrics
                 .queue_depth

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::cronjob::CronJob;
 use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::{
@@ -62,6 +63,8 @@ pub enum Update {
     StatefulSet(watcher::Event<StatefulSet>),
     /// Deployments.
     Deployment(watcher::Event<Deployment>),
+    /// Volcano CronJobs.
+    CronJob(watcher::Event<CronJob>),
     /// JobFlows.
     JobFlow(watcher::Event<JobFlow>),
     /// JobTemplates.
@@ -90,6 +93,7 @@ impl Update {
             Update::ReplicaSet(_) => Kind::ReplicaSet,
             Update::StatefulSet(_) => Kind::StatefulSet,
             Update::Deployment(_) => Kind::Deployment,
+            Update::CronJob(_) => Kind::CronJob,
             Update::JobFlow(_) => Kind::JobFlow,
             Update::JobTemplate(_) => Kind::JobTemplate,
         }
@@ -146,6 +150,7 @@ impl ClusterMirror {
             Update::ReplicaSet(ev) => self.take(Kind::ReplicaSet, ev),
             Update::StatefulSet(ev) => self.take(Kind::StatefulSet, ev),
             Update::Deployment(ev) => self.take(Kind::Deployment, ev),
+            Update::CronJob(ev) => self.take(Kind::CronJob, ev),
             Update::JobFlow(ev) => self.take(Kind::JobFlow, ev),
             Update::JobTemplate(ev) => self.take(Kind::JobTemplate, ev),
         }
@@ -230,6 +235,7 @@ impl ClusterMirror {
             ObjectKind::ReplicaSet => self.store.get::<ReplicaSet>(key)?.meta(),
             ObjectKind::StatefulSet => self.store.get::<StatefulSet>(key)?.meta(),
             ObjectKind::Deployment => self.store.get::<Deployment>(key)?.meta(),
+            ObjectKind::CronJob => self.store.get::<CronJob>(key)?.meta(),
             ObjectKind::JobFlow => self.store.get::<JobFlow>(key)?.meta(),
             ObjectKind::JobTemplate => self.store.get::<JobTemplate>(key)?.meta(),
         };

@@ -28,9 +28,12 @@ impl NodeSet {
 
     /// Makes the set hold every one of `nodes` nodes again, keeping its allocation.
     pub fn fill(&mut self, nodes: usize) {
-        self.bits.clear();
-        self.bits.grow(nodes);
-        self.bits.insert_range(..);
+        if self.bits.len() == nodes {
+            self.bits.insert_range(..);
+        } else {
+            self.bits = FixedBitSet::with_capacity(nodes);
+            self.bits.insert_range(..);
+        }
     }
 
     /// Whether `n` is in the set.

@@ -319,6 +319,7 @@ fn object_of(w: &WatchEvent) -> String {
         | WatchEvent::ReplicaSet(..)
         | WatchEvent::StatefulSet(..)
         | WatchEvent::Deployment(..)
+        | WatchEvent::CronJob(..)
         | WatchEvent::JobFlow(..)
         | WatchEvent::JobTemplate(..) => w
             .object()

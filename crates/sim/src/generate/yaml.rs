@@ -68,6 +68,9 @@ pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     for c in &objects.commands {
         document(&mut out, "Command", &name(&c.metadata), c)?;
     }
+    for cj in &objects.cron_jobs {
+        document(&mut out, "CronJob", &name(&cj.metadata), cj)?;
+    }
     Ok(out)
 }
 

@@ -458,6 +458,11 @@ fn scheduler_reads(c: &Change) -> bool {
         | Change::Create(_)
         | Change::Update(_)
         | Change::Delete { .. }
-        | Change::Event(_) => false,
+        | Change::Event(_)
+        | Change::UpdateCronJobStatus { .. }
+        | Change::UpdateJobFlowStatus { .. }
+        | Change::UpdateJobTemplateStatus { .. } => false,
+        // A new Job's PodGroup and pods come from the job controller, in later turns.
+        Change::CreateJob(_) => false,
     }
 }

@@ -81,6 +81,7 @@ pub fn plan(
         replica_sets,
         stateful_sets,
         deployments,
+        cron_jobs,
         job_flows,
         job_templates,
     } = objects;
@@ -96,6 +97,8 @@ pub fn plan(
     plan.initial.replica_sets = replica_sets;
     plan.initial.stateful_sets = stateful_sets;
     plan.initial.deployments = deployments;
+    // CronJobs exist from the start; the Jobs they create come from the controller.
+    plan.initial.cron_jobs = cron_jobs;
     // Flows and their templates exist from the start; their Jobs come as the flows make them.
     plan.initial.job_flows = job_flows;
     plan.initial.job_templates = job_templates;

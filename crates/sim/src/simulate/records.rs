@@ -253,7 +253,7 @@ impl Records {
         }
     }
 
-    /// A change the controllers made: a Job's phase, or its deletion.
+    /// A change the controllers made: a Job's creation, its phase, or its deletion.
     pub fn controller_change(&mut self, c: &Change, now: Instant) {
         match c {
             Change::UpdateJobStatus {
@@ -269,6 +269,20 @@ impl Records {
                 {
                     let over = job_phase::is_finished(phase) || phase == job_phase::ABORTED;
                     self.set_phase(i, phase, over.then_some(now));
+                }
+            }
+            // A CronJob's run: submitted when its controller creates it.
+            Change::CreateJob(j) => {
+                let key = key_of(&j.metadata);
+                if !self.jobs.contains_key(&key) {
+                    let pods = j.spec.tasks.iter().map(|t| t.replicas.max(0)).sum::<i32>();
+                    let queue = if j.spec.queue.is_empty() {
+                        keys::DEFAULT_QUEUE.to_string()
+                    } else {
+                        j.spec.queue.clone()
+                    };
+                    let i = self.push(key.clone(), queue, pods, now.0, Kind::Job);
+                    self.jobs.insert(key, i);
                 }
             }
             Change::DeleteJob { namespace, name } => {

@@ -234,6 +234,12 @@ impl Sampler {
             self.totals = Some(self.sum_nodes(objects, kubelets));
         }
         let (ready, all) = self.totals.clone().unwrap_or_default();
+        // Records added during the run (a CronJob's Jobs) find their queue when first seen.
+        while self.record_queue.len() < records.count() {
+            let queue = records.queue(self.record_queue.len());
+            let at = self.queues.iter().position(|q| q == queue);
+            self.record_queue.push(at);
+        }
         let mut used = vec![0i64; n];
         let mut by_queue = vec![vec![0i64; n]; self.queues.len()];
         let mut running = vec![0u32; records.count()];

@@ -123,10 +123,6 @@ impl JobPlugin for HcclRankPlugin {
         Ok(Vec::new())
     }
 
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
     fn on_job_delete(
         &self,
         _job: &Job,

@@ -3,13 +3,11 @@
 //! environment, ports and commands that framework reads. They rely on the `svc` plugin for the
 //! DNS names they hand out (`<pod>.<job>`); the mutating webhook adds it for them.
 
-use std::collections::BTreeMap;
-
 use volcano_api::batch::{Job, TaskSpec};
 use volcano_api::k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Pod};
 use volcano_api::keys;
 
-use super::{forget, is_recorded, job_name, record};
+use super::job_name;
 
 mod hcclrank;
 mod mpi;
@@ -117,19 +115,5 @@ fn port_flag(
                     format!("flag --{flag} wants a port number from 1 to 65535, not {v}"),
                 )
             }),
-    }
-}
-
-/// `on_job_add` of the plugins that create nothing: Volcano records them all the same.
-fn record_only(controlled: &mut BTreeMap<String, String>, plugin: &str) {
-    if !is_recorded(controlled, plugin) {
-        record(controlled, plugin);
-    }
-}
-
-/// `on_job_delete` of the plugins that created nothing.
-fn forget_only(controlled: &mut BTreeMap<String, String>, plugin: &str) {
-    if is_recorded(controlled, plugin) {
-        forget(controlled, plugin);
     }
 }

@@ -1,15 +1,12 @@
 //! The `mpi` plugin: opens the SSH port `mpirun` uses on every container of the job, and tells
 //! the master's containers the workers' host names in `MPI_HOST`.
 
-use std::collections::BTreeMap;
-
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 
 use super::super::flags::{Arity, Flags};
 use super::super::{JobPlugin, PluginError, pod_spec, task_hosts};
-use super::{env, find_task, forget_only, open_port, port_flag, record_only, task_key};
-use crate::change::Change;
+use super::{env, find_task, open_port, port_flag, task_key};
 
 const NAME: &str = "mpi";
 /// Name of the port the plugin declares.
@@ -77,32 +74,12 @@ impl JobPlugin for MpiPlugin {
         }
         Ok(())
     }
-
-    fn on_job_add(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        record_only(controlled, NAME);
-        Ok(Vec::new())
-    }
-
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
-    fn on_job_delete(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        forget_only(controlled, NAME);
-        Ok(Vec::new())
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::super::super::testing::{containers, job, pod};
     use super::*;
     use volcano_api::k8s_openapi::api::core::v1::ContainerPort;

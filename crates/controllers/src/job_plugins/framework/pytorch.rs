@@ -2,18 +2,12 @@
 //! rendezvous reads (`MASTER_ADDR`, `MASTER_PORT`, `WORLD_SIZE`, `RANK`), opens the rendezvous
 //! port, and can hold workers back until the master listens.
 
-use std::collections::BTreeMap;
-
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::super::flags::{Arity, Flags};
 use super::super::{JobPlugin, PluginError, pod_spec};
-use super::{
-    domain_name, env, find_task, forget_only, numeric_index_from_name, open_port, port_flag,
-    record_only, task_key,
-};
-use crate::change::Change;
+use super::{domain_name, env, find_task, numeric_index_from_name, open_port, port_flag, task_key};
 
 const NAME: &str = "pytorch";
 /// Name of the port the plugin declares.
@@ -151,28 +145,6 @@ impl JobPlugin for PytorchPlugin {
             }
         }
         Ok(())
-    }
-
-    fn on_job_add(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        record_only(controlled, NAME);
-        Ok(Vec::new())
-    }
-
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
-    fn on_job_delete(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        forget_only(controlled, NAME);
-        Ok(Vec::new())
     }
 }
 

@@ -166,10 +166,6 @@ impl JobPlugin for RayPlugin {
         )))])
     }
 
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
     fn on_job_delete(
         &self,
         job: &Job,

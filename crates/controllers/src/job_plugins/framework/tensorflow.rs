@@ -2,18 +2,13 @@
 //! strategies read, into every main container: each role's `host:port` list and the pod's own
 //! role and index.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 
 use super::super::flags::{Arity, Flags};
 use super::super::{JobPlugin, PluginError, pod_spec};
-use super::{
-    domain_name, env, forget_only, numeric_index_from_name, port_flag, record_only, task_key,
-};
-use crate::change::Change;
+use super::{domain_name, env, numeric_index_from_name, port_flag, task_key};
 
 const NAME: &str = "tensorflow";
 /// The environment variable TensorFlow reads its cluster from.
@@ -149,28 +144,6 @@ impl JobPlugin for TensorflowPlugin {
                 .push(env(TF_CONFIG, raw.clone()));
         }
         Ok(())
-    }
-
-    fn on_job_add(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        record_only(controlled, NAME);
-        Ok(Vec::new())
-    }
-
-    fn on_job_update(&self, _job: &Job) -> Result<Vec<Change>, PluginError> {
-        Ok(Vec::new())
-    }
-
-    fn on_job_delete(
-        &self,
-        _job: &Job,
-        controlled: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Change>, PluginError> {
-        forget_only(controlled, NAME);
-        Ok(Vec::new())
     }
 }
 

@@ -325,10 +325,7 @@ mod tests {
 
     /// Whether a pod asking `want` fits a node whose pods hold `used`.
     fn fits(used: Vec<ContainerPort>, want: Vec<ContainerPort>) -> bool {
-        let mut index = PortIndex {
-            nodes: s.nodes.len(),
-            ..PortIndex::default()
-        };
+        let mut index = PortIndex::default();
         let held = index.used.entry(NodeId(0)).or_default();
         for p in host_ports(&pod_with(used)) {
             held.push((p, 1));
