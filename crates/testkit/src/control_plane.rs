@@ -6,13 +6,13 @@
 //! plugins, ServiceAccount tokens are signed and checked. The administrator authenticates with
 //! a static token (group `system:masters`); everything else gets its own ServiceAccount token.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::Client;
 use kube::config::{AuthInfo, Config};
 
+use crate::ports::free_port;
 use crate::process::Process;
 use crate::{Assets, HarnessError};
 
@@ -39,14 +39,6 @@ pub struct RealControlPlane {
     apiserver: Process,
     controller_manager: Option<Process>,
     url: String,
-}
-
-fn free_port() -> Result<u16, HarnessError> {
-    let l = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| HarnessError::io("find a free loopback port", e))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| HarnessError::io("find a free loopback port", e))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), HarnessError> {

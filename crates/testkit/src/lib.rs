@@ -16,6 +16,7 @@
 //!   permissions of one of its ServiceAccounts.
 //! - [`kubelet`]: nodes whose kubelets act through the API: bound pods start, run and end, and
 //!   a pod deleted gracefully is confirmed gone, as a real kubelet does.
+//! - [`ports`]: loopback ports for test servers, including ones a test restarts.
 //! - [`module_layers`]: the circles among a crate's modules, read from its sources.
 
 #[cfg(feature = "cluster")]
@@ -29,6 +30,8 @@ pub mod install;
 #[cfg(feature = "cluster")]
 pub mod kubelet;
 pub mod module_layers;
+#[cfg(feature = "cluster")]
+pub mod ports;
 #[cfg(feature = "cluster")]
 mod process;
 

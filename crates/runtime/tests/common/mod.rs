@@ -202,10 +202,8 @@ impl Cluster {
         let kubelets = ApiKubelets::start(admin.clone(), specs, ApiKubeletOptions::default())
             .await
             .expect("kubelets start");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        // The webhook server is stopped and started again on this port.
+        let port = volcano_testkit::ports::restartable_port().expect("a free port");
         let mut cluster = Cluster {
             _turn: Some(turn),
             backend: Backend::Real {
@@ -264,9 +262,17 @@ impl Cluster {
             check_every: Duration::from_millis(500),
         };
         let (stop_tx, stop) = watch::channel(false);
-        let server = WebhookServer::start(w.client.clone(), options, stop)
-            .await
-            .expect("the webhook server starts");
+        // The stopped server's listener may outlive it by a moment.
+        let mut tries = 0;
+        let server = loop {
+            match WebhookServer::start(w.client.clone(), options.clone(), stop.clone()).await {
+                Err(volcano_runtime::webhook::WebhookError::Listen { .. }) if tries < 20 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                started => break started.expect("the webhook server starts"),
+            }
+        };
         w.running = Some((stop_tx, server));
         self.wait_webhook_answers().await;
     }
