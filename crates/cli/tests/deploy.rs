@@ -454,6 +454,16 @@ fn controllers_get_exactly_what_they_use() {
             ("batch.volcano.sh", &["cronjobs"], &["list", "watch"]),
             ("batch.volcano.sh", &["cronjobs/status"], &["patch"]),
             (
+                "flow.volcano.sh",
+                &["jobflows", "jobtemplates"],
+                &["list", "watch"]
+            ),
+            (
+                "flow.volcano.sh",
+                &["jobflows/status", "jobtemplates/status"],
+                &["patch"]
+            ),
+            (
                 "",
                 &["pods"],
                 &["list", "watch", "create", "patch", "delete"]

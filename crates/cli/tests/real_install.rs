@@ -2,7 +2,8 @@
 //! saying so, where `KUBEBUILDER_ASSETS` provides none): `kubectl apply -f deploy/`, the
 //! `volcano scheduler` and `volcano controller-manager` binaries run with the tokens of
 //! deploy/'s ServiceAccounts, `kubectl apply -f deploy/examples/job.yaml` runs to completion,
-//! the writes carry the components' names as field managers, and the default queue stays.
+//! the writes carry the components' names as field managers, a JobFlow runs its two steps in
+//! order, and the default queue stays.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -83,6 +84,77 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
     assert!(
         !format!("{job} {queue}").contains("unknown"),
         "{job} {queue}"
+    );
+
+    // A JobFlow, with the controllers' own permissions: each step's Job is made from its
+    // template once the step before has completed, and both statuses are written.
+    let flow = plane.dir().join("flow.yaml");
+    let template = |name: &str| {
+        format!(
+            "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobTemplate\nmetadata:\n  name: {name}\n\
+             spec:\n  schedulerName: volcano\n  minAvailable: 1\n  tasks:\n  - name: w\n    replicas: 1\n\
+             \x20   template:\n      spec:\n        restartPolicy: Never\n        containers:\n\
+             \x20       - name: main\n          image: busybox:1.36\n          command: [sleep, \"1\"]\n\
+             \x20         resources: {{requests: {{cpu: 100m}}}}\n---\n"
+        )
+    };
+    std::fs::write(
+        &flow,
+        format!(
+            "{}{}apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata:\n  name: etl\n\
+             spec:\n  jobRetainPolicy: retain\n  flows:\n  - name: extract\n\
+             \x20 - name: load\n    dependsOn:\n      targets: [extract]\n",
+            template("extract"),
+            template("load")
+        ),
+    )
+    .unwrap();
+    let applied = kubectl(&admin, &["apply", "-f", flow.to_str().unwrap()]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    let (succeeded, seen) = eventually(60, || {
+        let out = kubectl(
+            &admin,
+            &[
+                "get",
+                "jobflow",
+                "etl",
+                "-o",
+                "jsonpath={.status.state.phase}",
+            ],
+        );
+        let phase = text(&out);
+        (phase == "Succeed", phase)
+    })
+    .await;
+    assert!(
+        succeeded,
+        "flow phase {seen}\ncontrollers log:\n{}",
+        volcano.log("volcano-controllers")
+    );
+    let made = text(&kubectl(
+        &admin,
+        &[
+            "get",
+            "jobtemplate",
+            "load",
+            "-o",
+            "jsonpath={.status.jobDependsOnList}",
+        ],
+    ));
+    assert!(made.contains("etl-load"), "{made}");
+    let completed = text(&kubectl(
+        &admin,
+        &[
+            "get",
+            "jobflow",
+            "etl",
+            "-o",
+            "jsonpath={.status.completedJobs}",
+        ],
+    ));
+    assert!(
+        completed.contains("etl-extract") && completed.contains("etl-load"),
+        "{completed}"
     );
 
     // The webhook refuses what Volcano's refuses, with its words.

@@ -484,3 +484,120 @@ fn kubectl_applies_a_cron_job_that_creates_a_job_at_the_next_minute() {
     );
     assert!(last.ends_with(":00Z"), "scheduled on a minute: {last}");
 }
+
+#[test]
+fn volcano_jobflow_runs_three_templates_in_dependency_order() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let up = start_up();
+    let kc = up.kubeconfig.clone();
+    let templates = up.dir.join("templates.yaml");
+    let docs: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            job_yaml(name, "default", 1)
+                .replacen("kind: Job", "kind: JobTemplate", 1)
+                .replacen("batch.volcano.sh/v1alpha1", "flow.volcano.sh/v1alpha1", 1)
+        })
+        .collect();
+    std::fs::write(&templates, docs.join("---\n")).unwrap();
+    let flow = up.dir.join("flow.yaml");
+    std::fs::write(
+        &flow,
+        "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata:\n  name: etl\n\
+         spec:\n  jobRetainPolicy: retain\n  flows:\n  - name: a\n\
+         \x20 - name: b\n    dependsOn:\n      targets: [a]\n\
+         \x20 - name: c\n    dependsOn:\n      targets: [b]\n",
+    )
+    .unwrap();
+    let created = ok(
+        &volcano(
+            &kc,
+            &["jobtemplate", "create", "-f", templates.to_str().unwrap()],
+        ),
+        "volcano jobtemplate create",
+    );
+    assert!(
+        created.contains("Created JobTemplate: default/c"),
+        "{created}"
+    );
+    ok(
+        &volcano(&kc, &["jobflow", "create", "-f", flow.to_str().unwrap()]),
+        "volcano jobflow create",
+    );
+    // Each step's Job appears only once the one before it has completed.
+    for (before, next) in [("etl-a", "etl-b"), ("etl-b", "etl-c")] {
+        eventually(60, || {
+            let out = run(&kubectl, &kc, &["get", "vcjob", next, "-o", "name"]);
+            (out.status.success(), format!("{next} not created yet"))
+        });
+        let phase = ok(
+            &run(
+                &kubectl,
+                &kc,
+                &[
+                    "get",
+                    "vcjob",
+                    before,
+                    "-o",
+                    "jsonpath={.status.state.phase}",
+                ],
+            ),
+            "kubectl get the earlier Job",
+        );
+        assert_eq!(
+            phase, "Completed",
+            "{next} was made before {before} completed"
+        );
+    }
+    wait_for_phase(&kubectl, &kc, "etl-c", "Completed", 60);
+    let seen = eventually(30, || {
+        let out = ok(
+            &volcano(&kc, &["jobflow", "get", "-N", "etl"]),
+            "volcano jobflow get",
+        );
+        (out.contains("Succeed"), out)
+    });
+    assert!(seen.starts_with("Name"), "{seen}");
+    let listed = ok(
+        &volcano(&kc, &["jobtemplate", "list"]),
+        "volcano jobtemplate list",
+    );
+    assert_eq!(
+        listed.lines().count(),
+        4,
+        "a header and three templates: {listed}"
+    );
+    let made = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "jt",
+                "b",
+                "-o",
+                "jsonpath={.status.jobDependsOnList}",
+            ],
+        ),
+        "kubectl get the template's status",
+    );
+    assert!(made.contains("etl-b"), "{made}");
+    let described = ok(
+        &volcano(&kc, &["jobflow", "describe", "-N", "etl", "-o", "json"]),
+        "volcano jobflow describe",
+    );
+    let v: serde_json::Value = serde_json::from_str(&described).unwrap();
+    assert_eq!(
+        v["status"]["completedJobs"].as_array().map(Vec::len),
+        Some(3),
+        "{v}"
+    );
+    ok(
+        &volcano(&kc, &["jobflow", "delete", "-N", "etl"]),
+        "volcano jobflow delete",
+    );
+    let gone = volcano(&kc, &["jobflow", "get", "-N", "etl"]);
+    assert_eq!(gone.status.code(), Some(2), "a deleted flow is not found");
+}

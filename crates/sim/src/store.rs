@@ -383,6 +383,18 @@ impl Store {
         self.objects.upsert(cmd)
     }
 
+    /// Creates a JobFlow submitted during the run.
+    pub fn create_job_flow(&mut self, mut flow: JobFlow, now: Instant) -> WatchEvent {
+        self.new_meta("JobFlow", &mut flow.metadata, now);
+        self.objects.upsert(flow)
+    }
+
+    /// Creates a JobTemplate submitted during the run.
+    pub fn create_job_template(&mut self, mut template: JobTemplate, now: Instant) -> WatchEvent {
+        self.new_meta("JobTemplate", &mut template.metadata, now);
+        self.objects.upsert(template)
+    }
+
     /// Replaces a pod's status, as its kubelet would report it.
     pub fn set_pod_status(
         &mut self,

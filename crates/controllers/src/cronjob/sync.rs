@@ -369,7 +369,9 @@ pub fn job_from_template(cron_job: &CronJob, job_name: &str, scheduled: Instant)
         name: cron_job.metadata.name.clone().unwrap_or_default(),
         uid: cron_job.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
-        block_owner_deletion: Some(true),
+        // Unset, as on every reference the controllers write: setting it needs `update` on
+        // the owner's finalizers, which a real API server enforces and deploy/ does not grant.
+        block_owner_deletion: None,
     };
     Job {
         metadata: ObjectMeta {

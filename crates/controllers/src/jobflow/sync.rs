@@ -170,7 +170,9 @@ fn job_from_template(
         name: flow_name,
         uid: flow.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
-        block_owner_deletion: Some(true),
+        // Unset, as on every reference the controllers write: setting it needs `update` on
+        // the owner's finalizers, which a real API server enforces and deploy/ does not grant.
+        block_owner_deletion: None,
     };
     let mut out = Job::new(job, template.spec.0.clone());
     out.metadata = ObjectMeta {

@@ -340,3 +340,68 @@ fn a_job_template_lists_the_jobs_made_from_it() {
     assert_eq!(lists["b"], ["flow-b"]);
     assert!(lists["c"].is_empty(), "no Job made from c yet");
 }
+
+mod controller {
+    use volcano_api::ObjectStore;
+    use volcano_api::event::EventType;
+
+    use super::{job_flow, template};
+    use crate::change::Change;
+    use crate::jobflow::JobFlowController;
+    use crate::time::Instant;
+    use crate::view::ClusterView;
+    use crate::workqueue::RetryPolicy;
+
+    fn turn(c: &mut JobFlowController, store: &ObjectStore) -> Vec<Change> {
+        let view = ClusterView::new(store);
+        let Some(w) = c.next(&view, Instant::default()) else {
+            return Vec::new();
+        };
+        c.finish(&w.key, true, Instant::default());
+        w.changes
+    }
+
+    fn warnings(changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Event(e) if e.type_ == EventType::Warning => Some(e.message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_missing_template_is_reported_once_and_the_flow_goes_on_when_it_appears() {
+        let mut store = ObjectStore::default();
+        store.upsert(job_flow(&[("a", &[]), ("b", &["a"])], "retain"));
+        let mut c = JobFlowController::new(RetryPolicy::default());
+        let flow = job_flow(&[("a", &[]), ("b", &["a"])], "retain");
+        c.on_job_flow(Some(&flow));
+        let first = turn(&mut c, &store);
+        let said = warnings(&first);
+        assert_eq!(said.len(), 1, "{first:?}");
+        assert!(
+            said[0].contains("spec.flows[0].name \"a\": no JobTemplate \"a\""),
+            "{}",
+            said[0]
+        );
+        // Synced again (say a Job of the namespace changed): the same error is not repeated.
+        c.on_job_flow(Some(&flow));
+        assert!(warnings(&turn(&mut c, &store)).is_empty());
+
+        // The template appears: the flow is looked at again and makes its first Job.
+        let a = template("a");
+        store.upsert(a.clone());
+        c.on_job_template(Some(&a), &ClusterView::new(&store));
+        let mut made = Vec::new();
+        for _ in 0..3 {
+            for ch in turn(&mut c, &store) {
+                if let Change::CreateJob(j) = ch {
+                    made.push(j.metadata.name.clone().unwrap_or_default());
+                }
+            }
+        }
+        assert_eq!(made, ["flow-a"]);
+    }
+}

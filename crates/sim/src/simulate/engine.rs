@@ -272,6 +272,8 @@ impl<'a> Engine<'a> {
             Submission::Job(j) => out.push(store.create_job(*j, now)),
             Submission::Queue(q) => out.extend(store.create_queue(*q, now)),
             Submission::Command(c) => out.push(store.create_command(*c, now)),
+            Submission::JobFlow(f) => out.push(store.create_job_flow(*f, now)),
+            Submission::JobTemplate(t) => out.push(store.create_job_template(*t, now)),
             Submission::PodGroup(g) => {
                 out.extend(
                     store

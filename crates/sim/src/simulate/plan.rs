@@ -7,6 +7,7 @@ use std::time::Duration;
 use volcano_api::Objects;
 use volcano_api::batch::Job;
 use volcano_api::bus::Command;
+use volcano_api::flow::{JobFlow, JobTemplate};
 use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
@@ -31,6 +32,10 @@ pub enum Submission {
     Queue(Box<Queue>),
     /// A bus Command.
     Command(Box<Command>),
+    /// A JobFlow.
+    JobFlow(Box<JobFlow>),
+    /// A JobTemplate.
+    JobTemplate(Box<JobTemplate>),
 }
 
 /// What happens to a node.
@@ -99,9 +104,21 @@ pub fn plan(
     plan.initial.deployments = deployments;
     // CronJobs exist from the start; the Jobs they create come from the controller.
     plan.initial.cron_jobs = cron_jobs;
-    // Flows and their templates exist from the start; their Jobs come as the flows make them.
-    plan.initial.job_flows = job_flows;
-    plan.initial.job_templates = job_templates;
+    // Flows and templates come at their `submit-at`; their Jobs come as the flows make them.
+    for f in job_flows {
+        match submit_at(&at, "JobFlow", &f.metadata)? {
+            t if t.is_zero() => plan.initial.job_flows.push(f),
+            t => plan.submissions.push((t, Submission::JobFlow(Box::new(f)))),
+        }
+    }
+    for jt in job_templates {
+        match submit_at(&at, "JobTemplate", &jt.metadata)? {
+            t if t.is_zero() => plan.initial.job_templates.push(jt),
+            t => plan
+                .submissions
+                .push((t, Submission::JobTemplate(Box::new(jt)))),
+        }
+    }
 
     for node in &nodes {
         node_events(&at, node, &mut plan)?;
