@@ -69,6 +69,9 @@ pub struct Records {
     members: HashMap<Key, usize>,
     /// PodGroup → the record it schedules (a Job's, a bare group's, a lone pod's).
     pod_groups: HashMap<Key, usize>,
+    /// A Job's pods the controllers made and have not deleted → the Job's record, so a
+    /// session's eviction (which deletes the pod unseen) can be told.
+    job_pods: HashMap<Key, usize>,
     /// Bare records to look at again: a member ended or went away.
     to_check: BTreeSet<usize>,
     unfinished: usize,
@@ -276,10 +279,10 @@ impl Records {
         }
     }
 
-    /// A session evicted `pod`, saying `why`. Only bare pods are known by name here; a Job's
-    /// evicted pod is told by the job controller's phases.
+    /// A session evicted `pod`, saying `why`.
     pub fn pod_evicted(&mut self, pod: &NamespacedName, why: &str) {
-        if let Some(&i) = self.members.get(pod)
+        let i = self.job_pods.get(pod).or_else(|| self.members.get(pod));
+        if let Some(&i) = i
             && let Some(rec) = self.recs.get_mut(i)
             && rec.record.finished_s.is_none()
         {
@@ -375,6 +378,15 @@ impl Records {
                 }
             }
             Change::CreatePodGroup(g) => self.group_created(g),
+            Change::CreatePod(p) if owning_job(p).is_some() => {
+                if let Some(i) = self.record_of(p) {
+                    self.job_pods.insert(key_of(&p.metadata), i);
+                }
+            }
+            Change::DeletePod { namespace, name } => {
+                self.job_pods
+                    .remove(&NamespacedName::new(namespace.as_str(), name.as_str()));
+            }
             Change::DeleteJob { namespace, name } => {
                 if let Some(&i) = self
                     .jobs
