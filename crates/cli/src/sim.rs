@@ -9,6 +9,7 @@ use volcano_api::scenario::{LoadError, load_paths, queue_warnings};
 use volcano_controllers::job_plugins::PlaceholderSshKeys;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
+use volcano_scheduler::conf::DEFAULT_SCHEDULER_CONF;
 use volcano_sim::faults::FaultPlan;
 use volcano_sim::generate::{self, GenerateSpec};
 use volcano_sim::metrics::SimMetrics;
@@ -67,6 +68,11 @@ pub struct SimArgs {
     /// A broken invariant is reported and exits 1.
     #[arg(long, value_parser = fault_plan)]
     pub faults: Option<FaultPlan>,
+    /// How long a pod runs when neither it, its Job nor its PodGroup has a
+    /// `sim.volcano-rs.io/duration` or `fail-after` (a scenario borrowed from a cluster).
+    /// Without it such a pod runs until something ends it.
+    #[arg(long, value_parser = positive_duration)]
+    pub default_duration: Option<Duration>,
 }
 
 fn fault_plan(text: &str) -> Result<FaultPlan, String> {
@@ -107,6 +113,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         tracing::warn!("{warning}");
     }
     let conf = configuration(args.conf.as_deref(), &scenario)?;
+    let conf_text = configuration_text(args.conf.as_deref(), &scenario)?;
     let opts = SimOptions {
         schedule_period: args.schedule_period,
         pod_startup: args.pod_startup,
@@ -116,6 +123,7 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         timings: true,
         faults: args.faults.clone(),
         check_snapshots: false,
+        default_duration: args.default_duration,
     };
     let controllers = ManagerOptions {
         retry: RetryPolicy::default(),
@@ -132,13 +140,15 @@ pub fn run(args: &SimArgs) -> Result<(), Failure> {
         &mut |p| bar.update(p),
     );
     bar.finish();
-    let metrics = result.map_err(|e| {
+    let mut metrics = result.map_err(|e| {
         if e.is_input() {
             Failure::Input(e.to_string())
         } else {
             Failure::Internal(e.into())
         }
     })?;
+    metrics.seed = args.seed;
+    metrics.scheduler_conf = conf_text;
     if let Some(path) = &args.report {
         write_report(path, &metrics, &title)?;
     }
@@ -190,6 +200,23 @@ fn workload(args: &SimArgs) -> Result<(Scenario, String), Failure> {
             Ok((scenario, names.join(", ")))
         }
     }
+}
+
+/// The text of the scheduler configuration in use, as given (a `--conf` file, the scenario's
+/// ConfigMap) or Volcano's default, so a run's output says what it ran under.
+fn configuration_text(path: Option<&Path>, scenario: &Scenario) -> Result<String, Failure> {
+    if let Some(path) = path {
+        return std::fs::read_to_string(path).map_err(|e| {
+            Failure::Input(format!(
+                "{}: cannot read the scheduler configuration: {e}",
+                path.display()
+            ))
+        });
+    }
+    Ok(match &scenario.scheduler_conf {
+        Some(c) => c.text.clone(),
+        None => DEFAULT_SCHEDULER_CONF.to_string(),
+    })
 }
 
 /// Writes the HTML report; a path that cannot be written is the user's to fix (exit 2).

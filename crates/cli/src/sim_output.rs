@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressDrawTarget, ProgressStyle};
-use volcano_sim::metrics::{SimMetrics, Stats};
+use volcano_sim::metrics::{SimMetrics, Stats, WaitedRecord};
 use volcano_sim::simulate::Progress;
 use volcano_sim::simulate::duration::Human;
 
@@ -153,6 +153,8 @@ pub fn text(m: &SimMetrics) -> String {
             );
         }
     }
+    why_waited(&mut out, m);
+    why_failed(&mut out, m);
     if let Some(f) = &m.faults {
         let i = &f.injected;
         let _ = writeln!(
@@ -182,4 +184,79 @@ pub fn text(m: &SimMetrics) -> String {
         }
     }
     out.trim_end().to_string()
+}
+
+/// Each job that waited under a why-pending message, longest wait first: the total, and the
+/// message it spent longest under as the scheduler wrote it on the PodGroup (the JSON and the
+/// report list every message).
+fn why_waited(out: &mut String, m: &SimMetrics) {
+    let mut waited: Vec<(&str, f64, &WaitedRecord, usize)> = m
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let longest = j
+                .waited
+                .iter()
+                .max_by(|a, b| a.seconds.total_cmp(&b.seconds))?;
+            let total = j.waited.iter().map(|w| w.seconds).sum::<f64>();
+            Some((j.name.as_str(), total, longest, j.waited.len() - 1))
+        })
+        .collect();
+    if waited.is_empty() {
+        return;
+    }
+    waited.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let width = waited.iter().map(|w| w.0.len()).max().unwrap_or(0).max(3);
+    let _ = writeln!(
+        out,
+        "\nWhy jobs waited (longest first; every message in -o json)\n{:<width$}  {:>9}  reason",
+        "job", "waited"
+    );
+    for (name, total, longest, others) in waited {
+        let more = match others {
+            0 => String::new(),
+            1 => " (+1 other message)".to_string(),
+            n => format!(" (+{n} other messages)"),
+        };
+        let _ = writeln!(
+            out,
+            "{name:<width$}  {:>9}  {}{more}",
+            secs(total),
+            longest.reason
+        );
+    }
+}
+
+/// Each job that failed: what failed it (a pod's exit, a lost node, an eviction) and the
+/// phases the job controller took it through.
+fn why_failed(out: &mut String, m: &SimMetrics) {
+    let failed: Vec<_> = m
+        .jobs
+        .iter()
+        .filter_map(|j| j.failure.as_ref().map(|f| (j, f)))
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    let width = failed
+        .iter()
+        .map(|(j, _)| j.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let _ = writeln!(
+        out,
+        "\nWhy jobs failed\n{:<width$}  {:<10}  {:<10}  {:>4}  detail",
+        "job", "phase", "reason", "exit"
+    );
+    for (j, f) in failed {
+        let exit = f
+            .exit_code
+            .map_or_else(|| "-".to_string(), |c| c.to_string());
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<10}  {:<10}  {exit:>4}  {}",
+            j.name, j.phase, f.reason, f.message
+        );
+    }
 }

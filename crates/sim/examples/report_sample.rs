@@ -94,6 +94,7 @@ fn sample() -> SimMetrics {
                 .to_string(),
                 wait_s: Some(wait),
                 completion_s: finished.map(|f| f - submitted),
+                ..Default::default()
             }
         })
         .collect();
@@ -144,6 +145,7 @@ fn sample() -> SimMetrics {
         ],
         session_ms: Vec::new(),
         faults: None,
+        ..Default::default()
     }
 }
 

@@ -26,6 +26,11 @@ pub struct SimMetrics {
     /// The faults injected and the invariants they broke, when the run injected any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultReport>,
+    /// The seed of the run (`--seed`: the workload generator's), so it can be repeated.
+    pub seed: u64,
+    /// The scheduler configuration the run used, as text (Volcano's default when none was
+    /// given).
+    pub scheduler_conf: String,
 }
 
 /// What a run with faults went through.
@@ -111,6 +116,45 @@ pub struct JobRecord {
     pub wait_s: Option<f64>,
     /// `finished_s - submitted_s`.
     pub completion_s: Option<f64>,
+    /// Why it waited: each why-pending message its PodGroup carried while pending or
+    /// inqueue, with the virtual time spent under it, in the order first seen.
+    pub waited: Vec<WaitedRecord>,
+    /// Why it failed, when it failed (or was aborted or terminated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureRecord>,
+}
+
+/// Time a job spent waiting under one why-pending message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitedRecord {
+    /// The message as the scheduler wrote it on the PodGroup (`0/4 nodes are available: ...`);
+    /// messages that differ only in their figures count as one, shown as last written.
+    pub reason: String,
+    /// Virtual seconds spent under it, summed over every interval.
+    pub seconds: f64,
+}
+
+/// Why a job failed, as the kubelet and the job controller recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureRecord {
+    /// `PodFailed`, `NodeLost`, `PodEvicted`, or the Job's own status reason (`InvalidJob`).
+    pub reason: String,
+    /// In words: the pod, its exit code or lost node, and the Job's phases to the end.
+    pub message: String,
+    /// The failed pod's exit code, when its container ended with one.
+    pub exit_code: Option<i32>,
+    /// The pod whose failure is told (`namespace/name`), when one failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The Job's phases from its first run to its end (`Running`, `Aborting`, `Aborted`):
+    /// the policy action shows as the phase it led to.
+    pub phases: Vec<String>,
+    /// Whole-job restarts (`status.retryCount`).
+    pub retries: i32,
+    /// The Job's `maxRetry` (Volcano's default 3 when unset); 0 for bare pods.
+    pub max_retry: i32,
 }
 
 /// The cluster at one instant.

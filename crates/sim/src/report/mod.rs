@@ -11,6 +11,7 @@ mod chart;
 mod figures;
 mod format;
 mod tables;
+mod why;
 
 #[cfg(test)]
 mod tests;
@@ -84,6 +85,28 @@ pub fn render_html(m: &SimMetrics, title: &str) -> String {
             &table,
         );
     }
+    if let Some(table) = why::waited(&m.jobs) {
+        section(
+            &mut page,
+            "Why jobs waited",
+            "Each message the scheduler wrote on a job's PodGroup while it was not running, and the virtual time spent under it.",
+            &table,
+        );
+    }
+    if let Some(table) = why::failed(&m.jobs) {
+        section(
+            &mut page,
+            "Why jobs failed",
+            "The last pod failure before each failed job ended (exit code, lost node or eviction), and the phases the job controller took it through.",
+            &table,
+        );
+    }
+    section(
+        &mut page,
+        "Configuration",
+        "The seed of the run and the scheduler configuration it used.",
+        &why::configuration(m),
+    );
     page.push_str("<footer>volcano-rs sim</footer>\n</main>\n</body>\n</html>\n");
     page
 }
@@ -214,6 +237,7 @@ const CSS: &str = r#"
 body { margin: 0; background: var(--bg); color: var(--ink);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 main { max-width: 1100px; margin: 0 auto; padding: 24px 20px 40px; }
+pre { overflow-x: auto; background: #fff; border: 1px solid var(--line); padding: 8px 10px; font-size: 12px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 0 0 2px; }
 .sub, .hint, .more, footer { color: var(--muted); }

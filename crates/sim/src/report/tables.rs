@@ -17,7 +17,7 @@ fn opt_duration(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), duration)
 }
 
-fn table(head: &[&str], rows: &[Vec<String>], numeric: &[usize]) -> String {
+pub(super) fn table(head: &[&str], rows: &[Vec<String>], numeric: &[usize]) -> String {
     let mut out = String::from("<table><thead><tr>");
     for (i, h) in head.iter().enumerate() {
         let class = if numeric.contains(&i) {

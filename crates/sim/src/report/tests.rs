@@ -54,6 +54,7 @@ fn sample_run() -> SimMetrics {
         .to_string(),
         wait_s: started.map(|s| s - submitted),
         completion_s: finished.map(|f| f - submitted),
+        ..Default::default()
     };
     SimMetrics {
         summary: Summary {
@@ -116,6 +117,7 @@ fn sample_run() -> SimMetrics {
         }],
         session_ms: vec![1.0; 10],
         faults: None,
+        ..Default::default()
     }
 }
 

@@ -73,7 +73,7 @@ impl<'a> Engine<'a> {
         let mut engine = Engine {
             cluster: Cluster::new(initial, controllers, Instant::default()),
             clock,
-            kubelets: Kubelets::new(opts.pod_startup),
+            kubelets: Kubelets::new(opts.pod_startup).with_default_duration(opts.default_duration),
             pending_submissions: submissions.len(),
             submissions: submissions.into_iter().map(|(_, s)| Some(s)).collect(),
             records,
@@ -355,8 +355,11 @@ impl<'a> Engine<'a> {
                 pod: pod.to_string(),
                 reason: d.eviction_reasons.get(pod).cloned().unwrap_or_default(),
             });
+            self.records
+                .pod_evicted(pod, d.eviction_reasons.get(pod).map_or("", String::as_str));
             self.records.pod_gone(pod);
         }
+        self.records.session_reasons(&d, now);
         let mut out = Vec::new();
         for (pod, _) in &d.binds {
             self.pods_bound += 1;
@@ -386,7 +389,7 @@ impl<'a> Engine<'a> {
         let running = self
             .sampler
             .finish(end, objects, &self.records, &self.kubelets);
-        let jobs = std::mem::take(&mut self.records).finish(objects, &running);
+        let jobs = std::mem::take(&mut self.records).finish(objects, &running, end);
         let waits: Vec<f64> = jobs.iter().filter_map(|j| j.wait_s).collect();
         let completions: Vec<f64> = jobs.iter().filter_map(|j| j.completion_s).collect();
         let first = jobs
@@ -437,6 +440,9 @@ impl<'a> Engine<'a> {
             evictions: self.evictions,
             session_ms: self.session_ms,
             faults,
+            // The caller knows the seed and the configuration's text.
+            seed: 0,
+            scheduler_conf: String::new(),
         }
     }
 }

@@ -49,6 +49,8 @@ pub fn is_terminal(pod: &Pod) -> bool {
 pub struct Kubelets {
     startup: Duration,
     down: BTreeSet<String>,
+    /// How long a pod whose annotations give no end runs (`None`: until something ends it).
+    default_duration: Option<Duration>,
 }
 
 impl Kubelets {
@@ -57,7 +59,15 @@ impl Kubelets {
         Kubelets {
             startup,
             down: BTreeSet::new(),
+            default_duration: None,
         }
+    }
+
+    /// These kubelets, ending after `d` (Succeeded) every pod whose annotations give neither
+    /// a duration nor a failure, as a scenario borrowed from a cluster has none.
+    pub fn with_default_duration(mut self, d: Option<Duration>) -> Self {
+        self.default_duration = d;
+        self
     }
 
     /// Records whether `node`'s kubelet is gone.
@@ -95,7 +105,7 @@ impl Kubelets {
             let node = node.to_string();
             out.extend(lose(store, namespace, name, &node, clock.now()));
         } else if phase(pod) == "Running" {
-            schedule_end(store, clock, pod_ref(pod));
+            schedule_end(store, clock, pod_ref(pod), self.default_duration);
         } else {
             clock.schedule_in(self.startup, Event::PodStart(pod_ref(pod)));
         }
@@ -130,7 +140,7 @@ impl Kubelets {
         }));
         if let Ok(w) = store.set_pod_status(&p.namespace, &p.name, status) {
             out.push(w);
-            schedule_end(store, clock, p.clone());
+            schedule_end(store, clock, p.clone(), self.default_duration);
         }
     }
 
@@ -212,7 +222,7 @@ pub fn pod_ref(pod: &Pod) -> PodRef {
 }
 
 /// Schedules the end of a pod that runs from now, if its annotations give it one.
-fn schedule_end(store: &Store, clock: &mut Clock, p: PodRef) {
+fn schedule_end(store: &Store, clock: &mut Clock, p: PodRef, default: Option<Duration>) {
     let Some(pod) = current(store, &p) else {
         return;
     };
@@ -221,7 +231,9 @@ fn schedule_end(store: &Store, clock: &mut Clock, p: PodRef) {
         .and_then(|j| store.job(ns, j))
         .map(|j| &j.metadata);
     let group = group_name(pod).and_then(|g| pod_group(store, ns, &g));
-    if let Some((after, outcome)) = ending(pod, job, group.map(|g| &g.metadata)) {
+    let end = ending(pod, job, group.map(|g| &g.metadata))
+        .or_else(|| default.map(|d| (d, Outcome::Succeed)));
+    if let Some((after, outcome)) = end {
         clock.schedule_in(after, Event::PodEnd(p, outcome));
     }
 }

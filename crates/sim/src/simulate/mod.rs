@@ -11,7 +11,8 @@
 //! - [`annotations`], [`plan`]: the annotations, checked, and the run's plan.
 //! - [`clock`]: the virtual clock and its events.
 //! - [`kubelet`], [`nodes`]: pods and nodes over time.
-//! - `engine`: the run loop; `records`, `sampler`, `stats`: what it measures.
+//! - `engine`: the run loop; `records`, `sampler`, `stats`: what it measures; `why`: why
+//!   each job waited or failed.
 
 pub mod annotations;
 pub mod clock;
@@ -24,6 +25,7 @@ pub mod plan;
 mod records;
 mod sampler;
 mod stats;
+mod why;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +61,9 @@ pub struct SimOptions {
     /// Check every snapshot the scheduler's incremental cache keeps against one built from
     /// all objects, failing the run where they differ (tests: it doubles a session's cost).
     pub check_snapshots: bool,
+    /// How long a pod runs whose annotations (pod, Job or PodGroup) give neither
+    /// `duration` nor `fail-after`; `None`: until something else ends it.
+    pub default_duration: Option<Duration>,
 }
 
 impl Default for SimOptions {
@@ -72,6 +77,7 @@ impl Default for SimOptions {
             timings: true,
             faults: None,
             check_snapshots: false,
+            default_duration: None,
         }
     }
 }

@@ -11,11 +11,13 @@ use volcano_api::keys;
 use volcano_api::scheduling::phase as pg_phase;
 use volcano_api::{NamespacedName, Objects};
 use volcano_controllers::change::Change;
+use volcano_controllers::job::state::DEFAULT_MAX_RETRY;
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::{owning_job, pod_group_queue};
 
 use super::kubelet::{is_terminal, phase};
 use super::plan::{Plan, Submission, group_name};
+use super::why::{JobTrail, PodFailure, WaitAccount, failure, pod_evicted, pod_failure};
 use crate::metrics::JobRecord;
 
 type Key = NamespacedName;
@@ -49,6 +51,12 @@ struct Rec {
     record: JobRecord,
     kind: Kind,
     submitted: Duration,
+    /// Time under each why-pending message of its PodGroup.
+    wait: WaitAccount,
+    /// The last pod failure before the job ended.
+    last_failure: Option<PodFailure>,
+    /// What the job controller wrote, for a Volcano Job.
+    trail: Option<JobTrail>,
 }
 
 /// The records of a run, kept current from what the kubelets, controllers and sessions do.
@@ -59,6 +67,11 @@ pub struct Records {
     groups: HashMap<Key, usize>,
     lone: HashMap<Key, usize>,
     members: HashMap<Key, usize>,
+    /// PodGroup → the record it schedules (a Job's, a bare group's, a lone pod's).
+    pod_groups: HashMap<Key, usize>,
+    /// A Job's pods the controllers made and have not deleted → the Job's record, so a
+    /// session's eviction (which deletes the pod unseen) can be told.
+    job_pods: HashMap<Key, usize>,
     /// Bare records to look at again: a member ended or went away.
     to_check: BTreeSet<usize>,
     unfinished: usize,
@@ -112,11 +125,13 @@ impl Records {
                         j.spec.queue.clone()
                     };
                     let i = r.push(key_of(&j.metadata), queue, pods, t, Kind::Job);
+                    r.recs[i].trail = Some(trail_of(j));
                     r.jobs.insert(key_of(&j.metadata), i);
                 }
                 Item::Group(g) => {
                     let owned = g.metadata.owner_references.iter().flatten();
                     if owned.clone().any(|o| o.kind == "Job") {
+                        r.group_created(g);
                         continue;
                     }
                     let bare = Kind::Bare {
@@ -131,6 +146,7 @@ impl Records {
                         bare,
                     );
                     r.groups.insert(key_of(&g.metadata), i);
+                    r.pod_groups.insert(key_of(&g.metadata), i);
                 }
                 Item::Pod(p) => {
                     if owning_job(p).is_some() || !ours(p) {
@@ -193,6 +209,9 @@ impl Records {
             kind,
             submitted: t,
             key,
+            wait: WaitAccount::default(),
+            last_failure: None,
+            trail: None,
         });
         self.recs.len() - 1
     }
@@ -231,6 +250,13 @@ impl Records {
             return;
         };
         let rec = &mut self.recs[i];
+        if let Some(p) = new
+            && phase(p) == "Failed"
+            && old.is_none_or(|o| phase(o) != "Failed")
+            && rec.record.finished_s.is_none()
+        {
+            rec.last_failure = Some(pod_failure(p));
+        }
         match new {
             Some(p) if phase(p) == "Running" => {
                 if rec.record.started_s.is_none() {
@@ -253,6 +279,62 @@ impl Records {
         }
     }
 
+    /// A session evicted `pod`, saying `why`.
+    pub fn pod_evicted(&mut self, pod: &NamespacedName, why: &str) {
+        let i = self.job_pods.get(pod).or_else(|| self.members.get(pod));
+        if let Some(&i) = i
+            && let Some(rec) = self.recs.get_mut(i)
+            && rec.record.finished_s.is_none()
+        {
+            rec.last_failure = Some(pod_evicted(&pod.to_string(), why));
+        }
+    }
+
+    /// A PodGroup appeared (planned or made by a controller): the record it schedules, found
+    /// through its owner (a Job, a lone pod) or, for a group of bare pods, its own name.
+    fn group_created(&mut self, g: &volcano_api::scheduling::PodGroup) {
+        let key = key_of(&g.metadata);
+        let owner = |kind: &str| {
+            g.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.kind == kind)
+                .map(|o| NamespacedName::new(key.namespace.as_str(), o.name.as_str()))
+        };
+        let i = owner("Job")
+            .and_then(|j| self.jobs.get(&j))
+            .or_else(|| owner("Pod").and_then(|p| self.lone.get(&p)))
+            .or_else(|| self.groups.get(&key))
+            .copied();
+        if let Some(i) = i {
+            self.pod_groups.insert(key, i);
+        }
+    }
+
+    /// After a session: each PodGroup not yet running waits under the why-pending message
+    /// the session wrote for it (none: it waits for no reason the scheduler gave).
+    pub fn session_reasons(&mut self, d: &volcano_scheduler::framework::Decisions, now: Instant) {
+        for u in &d.pod_groups {
+            let Some(&i) = self.pod_groups.get(&u.key) else {
+                continue;
+            };
+            let rec = &mut self.recs[i];
+            if rec.record.finished_s.is_some() {
+                continue;
+            }
+            let waiting = matches!(
+                u.status.phase.as_str(),
+                pg_phase::PENDING | pg_phase::INQUEUE
+            );
+            let reason = waiting
+                .then(|| d.unschedulable.get(&u.key))
+                .flatten()
+                .map(|x| x.message.as_str());
+            rec.wait.observe(reason, now);
+        }
+    }
+
     /// A change the controllers made: a Job's creation, its phase, or its deletion.
     pub fn controller_change(&mut self, c: &Change, now: Instant) {
         match c {
@@ -267,6 +349,15 @@ impl Records {
                     .get(&NamespacedName::new(namespace.as_str(), name.as_str()))
                     && !phase.is_empty()
                 {
+                    let rec = &mut self.recs[i];
+                    if let Some(t) = rec.trail.as_mut()
+                        && rec.record.finished_s.is_none()
+                    {
+                        t.phase(phase);
+                        t.retries = status.retry_count;
+                        t.state_reason.clone_from(&status.state.reason);
+                        t.state_message.clone_from(&status.state.message);
+                    }
                     let over = job_phase::is_finished(phase) || phase == job_phase::ABORTED;
                     self.set_phase(i, phase, over.then_some(now));
                 }
@@ -282,8 +373,19 @@ impl Records {
                         j.spec.queue.clone()
                     };
                     let i = self.push(key.clone(), queue, pods, now.0, Kind::Job);
+                    self.recs[i].trail = Some(trail_of(j));
                     self.jobs.insert(key, i);
                 }
+            }
+            Change::CreatePodGroup(g) => self.group_created(g),
+            Change::CreatePod(p) if owning_job(p).is_some() => {
+                if let Some(i) = self.record_of(p) {
+                    self.job_pods.insert(key_of(&p.metadata), i);
+                }
+            }
+            Change::DeletePod { namespace, name } => {
+                self.job_pods
+                    .remove(&NamespacedName::new(namespace.as_str(), name.as_str()));
             }
             Change::DeleteJob { namespace, name } => {
                 if let Some(&i) = self
@@ -304,6 +406,7 @@ impl Records {
         if let Some(t) = finished
             && rec.record.finished_s.is_none()
         {
+            rec.wait.close(t);
             rec.record.finished_s = Some(seconds(t));
             self.unfinished = self.unfinished.saturating_sub(1);
         }
@@ -360,8 +463,9 @@ impl Records {
             .map(|(i, _)| i)
     }
 
-    /// The records, with final phases read from the objects for jobs still going.
-    pub fn finish(self, objects: &Objects, running: &[u32]) -> Vec<JobRecord> {
+    /// The records, with final phases read from the objects for jobs still going, and the
+    /// why-pending accounts closed at `end`.
+    pub fn finish(self, objects: &Objects, running: &[u32], end: Instant) -> Vec<JobRecord> {
         let mut out = Vec::with_capacity(self.recs.len());
         for (i, rec) in self.recs.into_iter().enumerate() {
             let mut r = rec.record;
@@ -394,6 +498,12 @@ impl Records {
             }
             r.wait_s = r.started_s.map(|s| s - r.submitted_s);
             r.completion_s = r.finished_s.map(|f| f - r.submitted_s);
+            r.waited = rec.wait.records(end);
+            let failed = r.finished_s.is_some() && r.phase != job_phase::COMPLETED;
+            if failed {
+                let (pod, trail) = (rec.last_failure.as_ref(), rec.trail.as_ref());
+                r.failure = Some(failure(&r.phase, pod, trail));
+            }
             out.push(r);
         }
         out
@@ -404,4 +514,12 @@ enum Item<'a> {
     Job(&'a volcano_api::batch::Job),
     Group(&'a volcano_api::scheduling::PodGroup),
     Pod(&'a Pod),
+}
+
+/// A new Job's trail: no phase yet, its `maxRetry` as Volcano's webhook defaults it.
+fn trail_of(j: &volcano_api::batch::Job) -> JobTrail {
+    JobTrail {
+        max_retry: j.spec.max_retry.unwrap_or(DEFAULT_MAX_RETRY),
+        ..Default::default()
+    }
 }
