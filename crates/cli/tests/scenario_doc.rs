@@ -56,7 +56,12 @@ fn required_api_version(kind: &str) -> String {
     message
         .split(&marker)
         .nth(1)
-        .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+        .map(|rest| {
+            rest.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
         .unwrap_or_else(|| panic!("no required apiVersion for {kind}: {message}"))
 }
 
