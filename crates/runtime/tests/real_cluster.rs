@@ -1,8 +1,9 @@
 //! What a real API server punishes and the local control plane used to forgive, in both tiers:
 //! Jobs with the `svc` and `ssh` plugins run under the deploy/ permissions, a write refused for
 //! a lasting reason is told on the Job at once, a RestartJob of an `svc` Job does not stall,
-//! protected queues stay, PodGroups of ReplicaSet pods pass `OwnerReferencesPermissionEnforcement`,
-//! and the runtime is back within seconds of an API server outage.
+//! protected queues stay, a Deployment's pods share one PodGroup that passes
+//! `OwnerReferencesPermissionEnforcement` and a Deployment asking for a gang binds whole or not
+//! at all, and the runtime is back within seconds of an API server outage.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,91 +11,17 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::jobs::{assert_no_write_refused, create, events_about, phase, wait_phase};
 use common::workloads::{container, mpi_job, tensorflow_job};
 use common::{Cluster, eventually};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::core::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::json;
 use volcano_api::batch::Job;
 use volcano_api::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_apiserver::kubelet::NodeSpec;
 use volcano_runtime::metrics::label;
-
-fn phase(j: &Job) -> String {
-    j.status
-        .as_ref()
-        .map(|s| s.state.phase.clone())
-        .unwrap_or_default()
-}
-
-async fn create(client: &kube::Client, body: Value) {
-    let job: Job = serde_json::from_value(body).unwrap();
-    Api::<Job>::namespaced(client.clone(), "default")
-        .create(&PostParams::default(), &job)
-        .await
-        .unwrap();
-}
-
-/// Waits up to `secs` for Job `name` to reach `want`; the phases seen on the way.
-async fn wait_phase(client: &kube::Client, name: &str, want: &str, secs: u64) -> Vec<String> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
-    let mut seen: Vec<String> = Vec::new();
-    let (ok, _) = eventually(secs, async || {
-        let p = phase(&jobs.get(name).await.unwrap());
-        if seen.last() != Some(&p) {
-            seen.push(p.clone());
-        }
-        (p == want, ())
-    })
-    .await;
-    assert!(ok, "job {name} never reached {want}; phases seen: {seen:?}");
-    seen
-}
-
-/// Events (events.k8s.io) about `kind` `name`, as (reason, note, occurrences: a repeat
-/// aggregated into the event's series counts as many times as it happened).
-async fn events_about(client: &kube::Client, kind: &str, name: &str) -> Vec<(String, String, u64)> {
-    let events: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::events::v1::Event>(
-            &(),
-        ),
-    );
-    let s = |v: &Value, p: &str| {
-        v.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .filter(|e| s(&e.data, "/regarding/kind") == kind && s(&e.data, "/regarding/name") == name)
-        .map(|e| {
-            let n = e
-                .data
-                .pointer("/series/count")
-                .and_then(Value::as_u64)
-                .unwrap_or(1);
-            (s(&e.data, "/reason"), s(&e.data, "/note"), n)
-        })
-        .collect()
-}
-
-/// Asserts that no write for Job `name` was refused (no `Failed*` event on it).
-async fn assert_no_write_refused(client: &kube::Client, name: &str) {
-    let refused: Vec<_> = events_about(client, "Job", name)
-        .await
-        .into_iter()
-        .filter(|(r, _, _)| r.starts_with("Failed"))
-        .collect();
-    assert!(refused.is_empty(), "writes were refused: {refused:?}");
-}
 
 async fn mpi_job_with_svc_and_ssh_runs_to_completion(cluster: Cluster) {
     let client = cluster.client();
@@ -435,8 +362,8 @@ both_tiers!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replica_set_pods_get_a_pod_group_where_owner_references_are_enforced() {
-    let test = "replica_set_pods_get_a_pod_group_where_owner_references_are_enforced";
+async fn deployment_pods_share_one_pod_group_and_a_gang_binds_whole_or_not_at_all() {
+    let test = "deployment_pods_share_one_pod_group_and_a_gang_binds_whole_or_not_at_all";
     let Some(cluster) = Cluster::real(2, test).await else {
         return;
     };
@@ -447,32 +374,7 @@ async fn replica_set_pods_get_a_pod_group_where_owner_references_are_enforced() 
     let client = cluster.client();
     let ctl = cluster.controllers("ctl-0");
     let sched = cluster.scheduler("sched-0", false);
-    let deployment: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "schedulerName": "volcano",
-                    "containers": [container("web", 3600, json!({"requests": {"cpu": "250m"}}))],
-                },
-            },
-        },
-    }))
-    .unwrap();
-    Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::apps::v1::Deployment>(
-            &(),
-        ),
-    )
-    .create(&PostParams::default(), &deployment)
-    .await
-    .unwrap();
+    create_deployment(&client, "web", 2, "250m", None).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let (running, seen) = eventually(30, async || {
         let l = pods.list(&ListParams::default()).await.unwrap();
@@ -510,8 +412,89 @@ async fn replica_set_pods_get_a_pod_group_where_owner_references_are_enforced() 
     let owner = &pgs.items[0].metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(owner.kind, "ReplicaSet");
     assert_eq!(owner.block_owner_deletion, None);
+
+    // A Deployment asking for a gang of 3 with room for 2 (3 cpu each, one per 4-cpu node):
+    // none of its pods binds. One whose gang fits binds all three.
+    create_deployment(&client, "gang", 3, "3", Some("3")).await;
+    create_deployment(&client, "fits", 3, "1", Some("3")).await;
+    let bound_of = |app: &'static str| {
+        let pods = pods.clone();
+        async move {
+            pods.list(&ListParams::default().labels(&format!("app={app}")))
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+                .count()
+        }
+    };
+    let (fits, seen) = eventually(30, async || {
+        let n = bound_of("fits").await;
+        (n == 3, n)
+    })
+    .await;
+    assert!(fits, "{seen} of the fitting gang's 3 pods bound");
+    // The scheduler has had sessions since; the gang that cannot fit still holds nothing.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(
+        bound_of("gang").await,
+        0,
+        "no pod of the gang of 3 is bound"
+    );
+    let groups = Api::<PodGroup>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let min_members: Vec<i32> = groups.items.iter().map(|g| g.spec.min_member).collect();
+    assert_eq!(
+        min_members.iter().filter(|m| **m == 3).count(),
+        2,
+        "{min_members:?}"
+    );
     sched.stop().await;
     ctl.stop().await;
+}
+
+/// Creates a Deployment of `replicas` pods requesting `cpu`, asking for a gang of
+/// `min_member` when given.
+async fn create_deployment(
+    client: &kube::Client,
+    name: &str,
+    replicas: i32,
+    cpu: &str,
+    min_member: Option<&str>,
+) {
+    let annotations = match min_member {
+        Some(m) => json!({"scheduling.volcano.sh/group-min-member": m}),
+        None => json!({}),
+    };
+    let deployment: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [container(name, 3600, json!({"requests": {"cpu": cpu}}))],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::discovery::ApiResource::erase::<volcano_api::k8s_openapi::api::apps::v1::Deployment>(
+            &(),
+        ),
+    )
+    .create(&PostParams::default(), &deployment)
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

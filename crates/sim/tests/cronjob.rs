@@ -4,15 +4,13 @@
 // Helpers outside #[test] functions drive the simulation; a failure there is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
-use volcano_controllers::job_plugins::PlaceholderSshKeys;
-use volcano_controllers::manager::ManagerOptions;
-use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::metrics::SimMetrics;
-use volcano_sim::simulate::{SimOptions, simulate};
+use volcano_sim::simulate::SimOptions;
 
 const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
     status: {allocatable: {cpu: \"64\", memory: 64Gi, pods: \"110\"}}\n---\n";
@@ -31,21 +29,13 @@ fn cron_job(run: &str, extra: &str) -> String {
 
 /// Runs the scenario for an hour and a second (the start at 60:00 is taken too).
 fn hour(text: &str) -> SimMetrics {
-    let s = volcano_api::scenario::load_str(Path::new("cron.yaml"), &format!("{NODE}{text}"))
-        .unwrap_or_else(|e| panic!("{e}"));
     let opts = SimOptions {
         timings: false,
         until: Some(Duration::from_secs(3601)),
         ..Default::default()
     };
-    let manager = ManagerOptions {
-        retry: RetryPolicy::default(),
-        scheduler_names: Vec::new(),
-        ssh_keys: Box::new(PlaceholderSshKeys),
-    };
-    let conf = SchedulerConf::default_conf();
-    simulate(s.objects, &s.sources, &conf, &opts, manager, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
+    let text = format!("{NODE}{text}");
+    common::simulate_text("cron.yaml", &text, &SchedulerConf::default_conf(), &opts)
 }
 
 /// The submission times of the CronJob's Jobs, in seconds, sorted.

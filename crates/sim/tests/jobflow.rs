@@ -5,15 +5,13 @@
 // Helpers outside #[test] functions drive the simulation; a failure there is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
-use volcano_controllers::job_plugins::PlaceholderSshKeys;
-use volcano_controllers::manager::ManagerOptions;
-use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::metrics::{JobRecord, SimMetrics};
-use volcano_sim::simulate::{SimOptions, simulate};
+use volcano_sim::simulate::SimOptions;
 
 const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
     status: {allocatable: {cpu: \"8\", memory: 16Gi, pods: \"110\"}}\n---\n";
@@ -32,21 +30,13 @@ fn template(name: &str, run: &str, fail: bool) -> String {
 }
 
 fn run(text: &str) -> SimMetrics {
-    let s = volcano_api::scenario::load_str(Path::new("flow.yaml"), &format!("{NODE}{text}"))
-        .unwrap_or_else(|e| panic!("{e}"));
     let opts = SimOptions {
         timings: false,
         max_time: Duration::from_secs(3600),
         ..Default::default()
     };
-    let manager = ManagerOptions {
-        retry: RetryPolicy::default(),
-        scheduler_names: Vec::new(),
-        ssh_keys: Box::new(PlaceholderSshKeys),
-    };
-    let conf = SchedulerConf::default_conf();
-    simulate(s.objects, &s.sources, &conf, &opts, manager, &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
+    let text = format!("{NODE}{text}");
+    common::simulate_text("flow.yaml", &text, &SchedulerConf::default_conf(), &opts)
 }
 
 fn job<'a>(m: &'a SimMetrics, name: &str) -> &'a JobRecord {

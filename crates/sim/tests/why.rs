@@ -5,28 +5,11 @@
 // Helpers outside #[test] functions drive the simulation; a failure there is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
 
-use volcano_controllers::admission;
-use volcano_controllers::job_plugins::PlaceholderSshKeys;
-use volcano_controllers::manager::ManagerOptions;
-use volcano_controllers::workqueue::RetryPolicy;
 use volcano_scheduler::conf::SchedulerConf;
-use volcano_sim::simulate::{SimOptions, simulate};
-
-const CONF: &str = r#"
-actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"#;
+use volcano_sim::simulate::SimOptions;
+use volcano_testkit::conf;
 
 const SCENARIO: &str = r#"
 apiVersion: v1
@@ -78,30 +61,12 @@ spec:
 
 #[test]
 fn a_job_aborted_on_eviction_names_the_eviction() {
-    let mut s = volcano_api::scenario::load_str(Path::new("t.yaml"), SCENARIO).unwrap();
-    for j in &mut s.objects.jobs {
-        admission::default_job(j);
-        admission::validate_job(j).unwrap();
-    }
-    let (conf, _) = SchedulerConf::parse(CONF).unwrap();
+    let (conf, _) = SchedulerConf::parse(conf::evicting()).unwrap();
     let opts = SimOptions {
         timings: false,
         ..Default::default()
     };
-    let controllers = ManagerOptions {
-        retry: RetryPolicy::default(),
-        scheduler_names: Vec::new(),
-        ssh_keys: Box::new(PlaceholderSshKeys),
-    };
-    let m = simulate(
-        s.objects,
-        &s.sources,
-        &conf,
-        &opts,
-        controllers,
-        &mut |_| {},
-    )
-    .unwrap();
+    let m = common::simulate_text("t.yaml", SCENARIO, &conf, &opts);
     let job = |name: &str| m.jobs.iter().find(|j| j.name == name).unwrap();
 
     let low = job("default/low");

@@ -6,6 +6,7 @@
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test setup fails loudly by design.
 
+pub mod jobs;
 pub mod workloads;
 
 use std::time::Duration;

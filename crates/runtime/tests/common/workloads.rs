@@ -89,3 +89,39 @@ pub fn tensorflow_job(name: &str) -> Value {
         },
     })
 }
+
+/// A Job of Volcano's distributed-framework plugin `plugin` (with its `arguments`), as
+/// Volcano's `example/` writes one: `tasks` are `(name, replicas)`, each pod a small busybox
+/// that sleeps an hour (the plugins only add env, ports, commands and services).
+pub fn framework_job(name: &str, plugin: &str, arguments: &[&str], tasks: &[(&str, i32)]) -> Value {
+    let small = json!({"requests": {"cpu": "100m", "memory": "32Mi"}});
+    let tasks: Vec<Value> = tasks
+        .iter()
+        .map(|(task, replicas)| {
+            json!({
+                "name": task,
+                "replicas": replicas,
+                "template": {"spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [container(task, 3600, small.clone())],
+                }},
+            })
+        })
+        .collect();
+    let min_available: i32 = tasks
+        .iter()
+        .filter_map(|t| t["replicas"].as_i64())
+        .sum::<i64>() as i32;
+    json!({
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minAvailable": min_available,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "plugins": {plugin: arguments},
+            "tasks": tasks,
+        },
+    })
+}
