@@ -53,3 +53,8 @@ pub const REVOCABLE_ZONE: &str = "volcano.sh/revocable-zone";
 pub const JDB_MIN_AVAILABLE: &str = "volcano.sh/jdb-min-available";
 /// Disruption budget: maximum unavailable pods, copied from the Job.
 pub const JDB_MAX_UNAVAILABLE: &str = "volcano.sh/jdb-max-unavailable";
+/// Pod annotation: the network-topology mode (`hard` or `soft`) of the PodGroup the PodGroup
+/// controller makes for it.
+pub const NETWORK_TOPOLOGY_MODE: &str = "volcano.sh/network-topology-mode";
+/// Pod annotation: the highest network tier its PodGroup's pods may span.
+pub const NETWORK_TOPOLOGY_HIGHEST_TIER: &str = "volcano.sh/network-topology-highest-tier";

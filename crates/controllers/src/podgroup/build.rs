@@ -9,7 +9,7 @@ use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use volcano_api::keys;
 use volcano_api::resources::{format_amount, pod_requests};
-use volcano_api::scheduling::{PodGroup, PodGroupSpec, PodGroupStatus, phase};
+use volcano_api::scheduling::{NetworkTopologySpec, PodGroup, PodGroupSpec, PodGroupStatus, phase};
 use volcano_api::workload::parse_group_min_member;
 
 use crate::view::ClusterView;
@@ -134,7 +134,8 @@ pub fn pod_group_for(pod: &Pod, name: &str, owners: &BTreeMap<String, String>) -
                 .unwrap_or_default(),
             priority_class_name: spec.priority_class_name.clone().unwrap_or_default(),
             min_resources: Some(min_resources),
-            network_topology: None,
+            network_topology: network_topology(pod)
+                .and_then(|spec| serde_json::to_value(spec).ok()),
             sub_group_policy: None,
         },
     );
@@ -147,6 +148,41 @@ pub fn pod_group_for(pod: &Pod, name: &str, owners: &BTreeMap<String, String>) -
         ..Default::default()
     });
     pg
+}
+
+/// The network topology the pod's annotations ask of its PodGroup, as Volcano reads them: `hard`
+/// unless the mode says `soft` (any case; another word is warned about and taken as `hard`),
+/// with the highest tier when it is a whole number (otherwise warned about and left unset).
+/// The scheduler does not place by network topology yet (no HyperNodes): the PodGroup carries
+/// it for when it does, as Volcano's does.
+pub fn network_topology(pod: &Pod) -> Option<NetworkTopologySpec> {
+    let annotations = pod.metadata.annotations.as_ref()?;
+    let mode = annotations.get(keys::NETWORK_TOPOLOGY_MODE);
+    let tier = annotations.get(keys::NETWORK_TOPOLOGY_HIGHEST_TIER);
+    if mode.is_none() && tier.is_none() {
+        return None;
+    }
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let mode = match mode.map(|m| m.to_lowercase()) {
+        Some(m) if m == "soft" => "soft".to_string(),
+        Some(m) if m != "hard" => {
+            tracing::warn!(pod = pod_name, mode = %m, "unknown network-topology mode; using hard");
+            "hard".to_string()
+        }
+        _ => "hard".to_string(),
+    };
+    let highest_tier_allowed = tier.and_then(|t| match t.trim().parse::<i64>() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            tracing::warn!(pod = pod_name, tier = %t, error = %e, "network-topology highest tier is not a number; left unset");
+            None
+        }
+    });
+    Some(NetworkTopologySpec {
+        mode,
+        highest_tier_allowed,
+        ..NetworkTopologySpec::default()
+    })
 }
 
 /// The pod's owners when one of them is its controller, else the pod itself. Without

@@ -283,6 +283,37 @@ fn the_pods_own_annotations_win_over_the_owners() {
 }
 
 #[test]
+fn a_pods_network_topology_annotations_shape_its_group_as_volcano_reads_them() {
+    let with = |pairs: &[(&str, &str)]| {
+        let mut pod = owned_pod("p", "ReplicaSet", "web", &[]);
+        pod.metadata.annotations = map(pairs);
+        pod_group_for(&pod, "pg", &BTreeMap::new())
+            .spec
+            .network_topology
+    };
+    assert_eq!(with(&[]), None);
+    assert_eq!(
+        with(&[
+            (keys::NETWORK_TOPOLOGY_MODE, "Soft"),
+            (keys::NETWORK_TOPOLOGY_HIGHEST_TIER, "2"),
+        ]),
+        Some(serde_json::json!({"mode": "soft", "highestTierAllowed": 2}))
+    );
+    // A tier alone is a hard limit; an unknown mode is taken as hard, a bad tier left unset.
+    assert_eq!(
+        with(&[(keys::NETWORK_TOPOLOGY_HIGHEST_TIER, "1")]),
+        Some(serde_json::json!({"mode": "hard", "highestTierAllowed": 1}))
+    );
+    assert_eq!(
+        with(&[
+            (keys::NETWORK_TOPOLOGY_MODE, "strict"),
+            (keys::NETWORK_TOPOLOGY_HIGHEST_TIER, "two"),
+        ]),
+        Some(serde_json::json!({"mode": "hard"}))
+    );
+}
+
+#[test]
 fn a_replica_set_changed_after_its_pod_has_a_stale_group_brings_it_up_to_date() {
     // The PodGroup was made before the annotation arrived; the pod is not in it yet.
     let pod = owned_pod("web-0", "ReplicaSet", "web", &[("app", "web")]);
