@@ -14,6 +14,7 @@ pub mod cronjob;
 pub mod custom_resource;
 pub mod event;
 pub mod flow;
+pub mod go_duration;
 pub mod keys;
 pub mod lifecycle;
 pub mod object_ref;

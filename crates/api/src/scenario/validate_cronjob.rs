@@ -30,7 +30,7 @@ pub(super) fn cron_job(site: &Site, cj: &CronJob) -> Result<(), LoadError> {
             "must not hold TZ= or CRON_TZ=; name the zone in spec.timeZone",
         ));
     }
-    cron_schedule::parse_cron(&spec.schedule).map_err(|e| {
+    cron_schedule::parse_rule(&spec.schedule).map_err(|e| {
         site.field_error(
             "spec.schedule",
             format!("{:?} is not a valid cron expression: {e}", spec.schedule),

@@ -1,10 +1,9 @@
 //! A CronJob's schedule: the cron expression in its time zone, and the times it falls due, as
 //! Kubernetes' and Volcano's CronJob controllers compute them.
 
-use croner::Cron;
 use jiff::tz::TimeZone;
 use thiserror::Error;
-use volcano_api::cron_schedule;
+use volcano_api::cron_schedule::{self, CronRule};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::time::Instant;
@@ -44,7 +43,7 @@ pub enum ScheduleError {
 #[derive(Debug, Clone)]
 pub struct Schedule {
     text: String,
-    cron: Cron,
+    rule: CronRule,
     zone: TimeZone,
 }
 
@@ -86,10 +85,10 @@ impl Schedule {
         } else {
             (time_zone(time_zone_name.unwrap_or(""))?, trimmed)
         };
-        let cron = cron_schedule::parse_cron(expr).map_err(unparseable)?;
+        let rule = cron_schedule::parse_rule(expr).map_err(unparseable)?;
         let parsed = Schedule {
             text: schedule.to_string(),
-            cron,
+            rule,
             zone,
         };
         // An expression no date satisfies is refused at once rather than at its first use.
@@ -103,9 +102,18 @@ impl Schedule {
 
     /// The first time the schedule falls due strictly after `after`, if any.
     pub fn next(&self, after: Instant) -> Option<Instant> {
-        let zoned = after.to_time().0.to_zoned(self.zone.clone());
-        let next = self.cron.find_next_occurrence(&zoned, false).ok()?;
-        Some(Instant::from_time(&Time(next.timestamp())))
+        match &self.rule {
+            CronRule::Cron(cron) => {
+                let zoned = after.to_time().0.to_zoned(self.zone.clone());
+                let next = cron.find_next_occurrence(&zoned, false).ok()?;
+                Some(Instant::from_time(&Time(next.timestamp())))
+            }
+            // As Go cron's constant-delay schedule: the delay after `after`'s whole second.
+            CronRule::Every(every) => {
+                let whole = std::time::Duration::from_secs(after.0.as_secs());
+                whole.checked_add(*every).map(Instant)
+            }
+        }
     }
 
     /// The schedule as written.

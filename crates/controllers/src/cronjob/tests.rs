@@ -149,6 +149,24 @@ fn time_zones_shift_the_start_times() {
 }
 
 #[test]
+fn every_counts_from_the_last_start_in_whole_seconds_as_go_cron_does() {
+    let every = Schedule::parse("@every 90m", None).unwrap();
+    assert_eq!(every.next(at(0)), Some(at(5400)));
+    // From a time with a fraction of a second, the fraction is dropped first.
+    let mid = Instant(Duration::from_millis((T0 + 10) * 1000 + 700));
+    assert_eq!(every.next(mid), Some(at(10 + 5400)));
+    let tiny = Schedule::parse("@every 200ms", None).unwrap();
+    assert_eq!(tiny.next(at(0)), Some(at(1)), "never less than a second");
+    assert!(matches!(
+        Schedule::parse("@every often", None),
+        Err(ScheduleError::Unparseable { .. })
+    ));
+    // A CronJob on @every 30m starts a Job 30 minutes after its creation.
+    let out = sync_cron_job(&cron_job("@every 30m"), &[], at(1800));
+    assert_eq!(out.create.len(), 1, "{:?}", out.events);
+}
+
+#[test]
 fn a_prefixed_schedule_warns_that_time_zone_is_ignored() {
     let mut cj = cron_job("CRON_TZ=Asia/Tokyo * * * * *");
     cj.spec.time_zone = Some("Nowhere/Town".into());
