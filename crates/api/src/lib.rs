@@ -23,6 +23,7 @@ pub mod resources;
 pub mod scenario;
 pub mod scheduling;
 mod schema;
+pub mod spec_checks;
 pub mod store;
 pub mod workload;
 

@@ -46,7 +46,8 @@ enum Command {
     Scheduler(Box<runtime::SchedulerArgs>),
     /// Run the controllers (Jobs, PodGroups, Queues, Commands) against a Kubernetes API server.
     ControllerManager(Box<runtime::ControllerManagerArgs>),
-    /// Serve Volcano's admission webhooks (Jobs, Queues, PodGroups, Pods) over HTTPS.
+    /// Serve Volcano's admission webhooks (Jobs, Queues, PodGroups, Pods, CronJobs, JobFlows)
+    /// over HTTPS.
     WebhookManager(Box<runtime::WebhookManagerArgs>),
     /// Print the CustomResourceDefinitions of Volcano's kinds, as YAML.
     Crds(crds::CrdsArgs),

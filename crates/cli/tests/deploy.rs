@@ -554,7 +554,11 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
                 || o["kind"] == "ValidatingWebhookConfiguration"
         })
         .collect();
-    assert_eq!(configurations.len(), 8);
+    assert_eq!(
+        configurations.len(),
+        10,
+        "one configuration per path served"
+    );
     for conf in configurations {
         let name = conf["metadata"]["name"].as_str().unwrap();
         for hook in conf["webhooks"].as_array().unwrap() {

@@ -158,6 +158,23 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
     );
 
     // The webhook refuses what Volcano's refuses, with its words.
+    let cyclic = plane.dir().join("cyclic-flow.yaml");
+    std::fs::write(
+        &cyclic,
+        "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata:\n  name: loop\n\
+         spec:\n  flows:\n  - name: a\n    dependsOn:\n      targets: [b]\n\
+         \x20 - name: b\n    dependsOn:\n      targets: [a]\n",
+    )
+    .unwrap();
+    let refused = kubectl(&admin, &["create", "-f", cyclic.to_str().unwrap()]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains(
+            "admission webhook \"validatejobflow.volcano.sh\" denied the request: jobflow Flow is not DAG: a -> b -> a"
+        ),
+        "{}",
+        text(&refused)
+    );
     let bad_queue = plane.dir().join("bad-queue.yaml");
     std::fs::write(
         &bad_queue,

@@ -594,6 +594,23 @@ fn volcano_jobflow_runs_three_templates_in_dependency_order() {
         Some(3),
         "{v}"
     );
+    // A flow whose dependencies go round is refused by the JobFlow webhook, in Volcano's words.
+    let cyclic = up.dir.join("cyclic.yaml");
+    std::fs::write(
+        &cyclic,
+        "apiVersion: flow.volcano.sh/v1alpha1\nkind: JobFlow\nmetadata:\n  name: loop\n\
+         spec:\n  flows:\n  - name: a\n    dependsOn:\n      targets: [b]\n\
+         \x20 - name: b\n    dependsOn:\n      targets: [a]\n",
+    )
+    .unwrap();
+    let refused = run(&kubectl, &kc, &["apply", "-f", cyclic.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("validatejobflow.volcano.sh")
+            && said.contains("jobflow Flow is not DAG: a -> b -> a"),
+        "{said}"
+    );
     ok(
         &volcano(&kc, &["jobflow", "delete", "-N", "etl"]),
         "volcano jobflow delete",

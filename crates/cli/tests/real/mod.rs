@@ -101,11 +101,23 @@ impl Volcano {
             .port();
         let url = format!("--webhook-url=https://127.0.0.1:{port}");
         let port_arg = format!("--port={port}");
+        // The paths deploy/ serves, as its webhook-manager Deployment lists them.
+        let deployed = std::fs::read_to_string(repo().join("deploy/60-admission.yaml")).unwrap();
+        let enabled = deployed
+            .lines()
+            .map(str::trim)
+            .find_map(|l| {
+                l.strip_prefix("- ")
+                    .filter(|a| a.starts_with("--enabled-admission="))
+            })
+            .expect("deploy/60-admission.yaml passes --enabled-admission")
+            .to_string();
         let webhook = component(
             plane,
             "volcano-admission",
             &[
                 "webhook-manager",
+                &enabled,
                 "--webhook-namespace=volcano-system",
                 "--webhook-service-name=volcano-admission-service",
                 &url,

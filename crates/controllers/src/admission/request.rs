@@ -27,11 +27,15 @@ pub enum Endpoint {
     PodsMutate,
     /// `/pods/validate`: a new pod's disruption-budget annotations.
     PodsValidate,
+    /// `/cronjobs/validate`: a CronJob's name, schedule, time zone and limits.
+    CronJobsValidate,
+    /// `/jobflows/validate`: a JobFlow's dependencies name its flows and form no cycle.
+    JobFlowsValidate,
 }
 
 impl Endpoint {
     /// Every endpoint, mutating ones first (the order the API server calls them in).
-    pub const ALL: [Endpoint; 8] = [
+    pub const ALL: [Endpoint; 10] = [
         Endpoint::JobsMutate,
         Endpoint::QueuesMutate,
         Endpoint::PodGroupsMutate,
@@ -40,6 +44,8 @@ impl Endpoint {
         Endpoint::QueuesValidate,
         Endpoint::PodGroupsValidate,
         Endpoint::PodsValidate,
+        Endpoint::CronJobsValidate,
+        Endpoint::JobFlowsValidate,
     ];
 
     /// The HTTP path Volcano serves it on.
@@ -53,6 +59,8 @@ impl Endpoint {
             Endpoint::PodGroupsValidate => "/podgroups/validate",
             Endpoint::PodsMutate => "/pods/mutate",
             Endpoint::PodsValidate => "/pods/validate",
+            Endpoint::CronJobsValidate => "/cronjobs/validate",
+            Endpoint::JobFlowsValidate => "/jobflows/validate",
         }
     }
 
@@ -72,6 +80,8 @@ impl Endpoint {
             Endpoint::PodGroupsValidate => "validatepodgroup.volcano.sh",
             Endpoint::PodsMutate => "mutatepod.volcano.sh",
             Endpoint::PodsValidate => "validatepod.volcano.sh",
+            Endpoint::CronJobsValidate => "validatecronjob.volcano.sh",
+            Endpoint::JobFlowsValidate => "validatejobflow.volcano.sh",
         }
     }
 
@@ -97,13 +107,17 @@ impl Endpoint {
                 ("scheduling.volcano.sh", "podgroups")
             }
             Endpoint::PodsMutate | Endpoint::PodsValidate => ("", "pods"),
+            Endpoint::CronJobsValidate => ("batch.volcano.sh", "cronjobs"),
+            Endpoint::JobFlowsValidate => ("flow.volcano.sh", "jobflows"),
         }
     }
 
     /// The operations it is registered for, as Volcano registers it.
     pub fn operations(self) -> &'static [Operation] {
         match self {
-            Endpoint::JobsValidate => &[Operation::Create, Operation::Update],
+            Endpoint::JobsValidate | Endpoint::CronJobsValidate | Endpoint::JobFlowsValidate => {
+                &[Operation::Create, Operation::Update]
+            }
             Endpoint::QueuesValidate => &[Operation::Create, Operation::Update, Operation::Delete],
             _ => &[Operation::Create],
         }

@@ -5,8 +5,11 @@
 
 use serde_json::Value;
 use volcano_api::batch::Job;
+use volcano_api::cronjob::CronJob;
 use volcano_api::custom_resource;
+use volcano_api::flow::JobFlow;
 use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::spec_checks::{check_cron_job, check_job_flow};
 
 use super::request::{
     AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict,
@@ -128,6 +131,20 @@ fn run(
                 Verdict::from_result(pod::validate_pod(object, settings))
             }
             _ => Verdict::Denied("expect operation to be 'CREATE'".into()),
+        },
+        Endpoint::CronJobsValidate => match op {
+            Operation::Create | Operation::Update => {
+                let cj: CronJob = decode(request.object, "CronJob")?;
+                Verdict::from_result(check_cron_job(&cj).map_err(|e| e.to_string()))
+            }
+            _ => Verdict::Denied("expect operation to be 'CREATE' or 'UPDATE'".into()),
+        },
+        Endpoint::JobFlowsValidate => match op {
+            Operation::Create | Operation::Update => {
+                let flow: JobFlow = decode(request.object, "JobFlow")?;
+                Verdict::from_result(check_job_flow(&flow).map_err(|e| e.volcano_message()))
+            }
+            _ => Verdict::Denied("expect operation to be 'CREATE' or 'UPDATE'".into()),
         },
     })
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use volcano_api::batch::Job;
 use volcano_api::event::{Event, EventType};
 use volcano_api::flow::{JobFlow, JobTemplate, labels};
+use volcano_api::spec_checks::check_job_flow;
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
 use super::sync::{in_namespace, sync_job_flow};
@@ -151,6 +152,11 @@ impl JobFlowController {
             self.reported.remove(key);
             return None;
         };
+        // A flow the webhook would refuse (written while it was down) makes no Job: which
+        // Jobs its dependencies allow is not defined.
+        if let Err(e) = check_job_flow(flow) {
+            return Some(self.warn_once(key, flow, "InvalidJobFlow", e.volcano_message()));
+        }
         let sync = sync_job_flow(flow, &objects.job_templates, &objects.jobs, now);
         let mut changes = Vec::new();
         for j in sync.delete_jobs {
@@ -173,22 +179,33 @@ impl JobFlowController {
         }
         match sync.error {
             Some(e) => {
-                let message = e.to_string();
-                if self.reported.get(key) != Some(&message) {
-                    self.reported.insert(key.clone(), message.clone());
-                    changes.push(Change::Event(Event {
-                        object: ObjectRef::of(ObjectKind::JobFlow, &flow.metadata),
-                        type_: EventType::Warning,
-                        reason: "MissingJobTemplate".to_string(),
-                        message,
-                    }));
-                }
+                changes.extend(self.warn_once(key, flow, "MissingJobTemplate", e.to_string()))
             }
             None => {
                 self.reported.remove(key);
             }
         }
         Some(changes)
+    }
+
+    /// A Warning event on the flow, unless the same message was the last one given.
+    fn warn_once(
+        &mut self,
+        key: &NamespacedName,
+        flow: &JobFlow,
+        reason: &str,
+        message: String,
+    ) -> Vec<Change> {
+        if self.reported.get(key) == Some(&message) {
+            return Vec::new();
+        }
+        self.reported.insert(key.clone(), message.clone());
+        vec![Change::Event(Event {
+            object: ObjectRef::of(ObjectKind::JobFlow, &flow.metadata),
+            type_: EventType::Warning,
+            reason: reason.to_string(),
+            message,
+        })]
     }
 }
 

@@ -404,4 +404,27 @@ mod controller {
         }
         assert_eq!(made, ["flow-a"]);
     }
+
+    #[test]
+    fn a_flow_with_a_cycle_makes_no_job_and_says_why_once() {
+        let mut store = ObjectStore::default();
+        let flow = job_flow(&[("a", &["b"]), ("b", &["a"])], "retain");
+        store.upsert(flow.clone());
+        store.upsert(template("a"));
+        store.upsert(template("b"));
+        let mut c = JobFlowController::new(RetryPolicy::default());
+        c.on_job_flow(Some(&flow));
+        let first = turn(&mut c, &store);
+        assert!(
+            !first.iter().any(|ch| matches!(ch, Change::CreateJob(_))),
+            "{first:?}"
+        );
+        assert_eq!(
+            warnings(&first),
+            ["jobflow Flow is not DAG: a -> b -> a"],
+            "{first:?}"
+        );
+        c.on_job_flow(Some(&flow));
+        assert!(turn(&mut c, &store).is_empty());
+    }
 }

@@ -365,3 +365,89 @@ fn a_task_whose_pods_the_api_server_would_refuse_is_refused_with_the_job() {
     );
     assert!(matches!(verdict, Verdict::Allowed(_)), "{verdict:?}");
 }
+
+#[test]
+fn job_flows_are_refused_unless_their_dependencies_form_a_dag() {
+    let flow = |flows: Value| json!({"metadata": {"name": "f"}, "spec": {"flows": flows}});
+    assert_eq!(
+        refused(
+            Endpoint::JobFlowsValidate,
+            flow(json!([{"name": "a", "dependsOn": {"targets": ["c"]}}]))
+        ),
+        "jobflow Flow is not DAG: vertex is not defined: c"
+    );
+    assert_eq!(
+        refused(
+            Endpoint::JobFlowsValidate,
+            flow(json!([
+                {"name": "a", "dependsOn": {"targets": ["b"]}},
+                {"name": "b", "dependsOn": {"targets": ["a"]}}
+            ]))
+        ),
+        "jobflow Flow is not DAG: a -> b -> a"
+    );
+    let chain = flow(json!([{"name": "a"}, {"name": "b", "dependsOn": {"targets": ["a"]}}]));
+    assert!(matches!(
+        create(Endpoint::JobFlowsValidate, chain.clone()),
+        Verdict::Allowed(_)
+    ));
+    assert!(matches!(
+        ask(
+            Endpoint::JobFlowsValidate,
+            Operation::Update,
+            Some(&chain),
+            Some(&chain)
+        ),
+        Verdict::Allowed(_)
+    ));
+}
+
+#[test]
+fn cron_jobs_are_refused_for_their_schedule_zone_and_name() {
+    let cron = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["jobTemplate"] = json!({"spec": {"tasks": []}});
+        json!({"metadata": {"name": name}, "spec": spec})
+    };
+    let why = refused(
+        Endpoint::CronJobsValidate,
+        cron("nightly", json!({"schedule": "61 * * * *"})),
+    );
+    assert!(
+        why.starts_with("spec.schedule: \"61 * * * *\" is not a valid cron expression"),
+        "{why}"
+    );
+    assert_eq!(
+        refused(
+            Endpoint::CronJobsValidate,
+            cron("nightly", json!({"schedule": "TZ=UTC 0 * * * *"}))
+        ),
+        "spec.schedule: must not hold TZ= or CRON_TZ=; name the zone in spec.timeZone"
+    );
+    let why = refused(
+        Endpoint::CronJobsValidate,
+        cron(
+            "nightly",
+            json!({"schedule": "@every 1h", "timeZone": "Mars/Olympus"}),
+        ),
+    );
+    assert!(why.starts_with("spec.timeZone: unknown time zone"), "{why}");
+    let long = "n".repeat(53);
+    assert!(
+        refused(
+            Endpoint::CronJobsValidate,
+            cron(&long, json!({"schedule": "@hourly"}))
+        )
+        .starts_with("metadata.name: a CronJob name has at most 52 characters")
+    );
+    assert!(matches!(
+        create(
+            Endpoint::CronJobsValidate,
+            cron(
+                "nightly",
+                json!({"schedule": "0 2 * * *", "timeZone": "Europe/Paris"})
+            )
+        ),
+        Verdict::Allowed(_)
+    ));
+}
