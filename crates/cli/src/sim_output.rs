@@ -186,9 +186,14 @@ pub fn text(m: &SimMetrics) -> String {
     out.trim_end().to_string()
 }
 
-/// Each job that waited under a why-pending message, longest wait first: the total, and the
-/// message it spent longest under as the scheduler wrote it on the PodGroup (the JSON and the
-/// report list every message).
+/// Jobs that waited less than this in all are counted, not listed: nearly every job waits a
+/// few seconds while its pods are created, bound and started, and a line for each would hide
+/// the jobs that really waited. The JSON and the report list them all.
+pub const BRIEF_WAIT_S: f64 = 10.0;
+
+/// Each job that waited under a why-pending message for [`BRIEF_WAIT_S`] or more, longest wait
+/// first: the total, and the message it spent longest under as the scheduler wrote it on the
+/// PodGroup (the JSON and the report list every message); then how many waited briefly.
 fn why_waited(out: &mut String, m: &SimMetrics) {
     let mut waited: Vec<(&str, f64, &WaitedRecord, usize)> = m
         .jobs
@@ -205,6 +210,8 @@ fn why_waited(out: &mut String, m: &SimMetrics) {
     if waited.is_empty() {
         return;
     }
+    let brief = waited.iter().filter(|w| w.1 < BRIEF_WAIT_S).count();
+    waited.retain(|w| w.1 >= BRIEF_WAIT_S);
     waited.sort_by(|a, b| b.1.total_cmp(&a.1));
     let width = waited.iter().map(|w| w.0.len()).max().unwrap_or(0).max(3);
     let _ = writeln!(
@@ -223,6 +230,14 @@ fn why_waited(out: &mut String, m: &SimMetrics) {
             "{name:<width$}  {:>9}  {}{more}",
             secs(total),
             longest.reason
+        );
+    }
+    if brief > 0 {
+        let jobs = if brief == 1 { "job" } else { "jobs" };
+        let _ = writeln!(
+            out,
+            "(and {brief} {jobs} that waited under {}s each)",
+            BRIEF_WAIT_S
         );
     }
 }
