@@ -24,8 +24,9 @@ pub enum CronRule {
 /// Volcano's CronJob controller uses; the error says why not.
 pub fn parse_rule(expr: &str) -> Result<CronRule, String> {
     let expr = expr.trim();
-    if let Some(rest) = expr.strip_prefix("@every") {
-        let text = rest.trim();
+    if expr.starts_with("@every") {
+        // As Go cron: the descriptor, one space, the duration.
+        let text = expr.strip_prefix("@every ").unwrap_or_default();
         let every = parse_duration(text).ok_or_else(|| {
             format!("@every needs a duration such as 90s, 10m or 1h30m, got {text:?}")
         })?;

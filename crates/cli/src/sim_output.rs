@@ -216,9 +216,11 @@ fn why_waited(out: &mut String, m: &SimMetrics) {
     let width = waited.iter().map(|w| w.0.len()).max().unwrap_or(0).max(3);
     let _ = writeln!(
         out,
-        "\nWhy jobs waited (longest first; every message in -o json)\n{:<width$}  {:>9}  reason",
-        "job", "waited"
+        "\nWhy jobs waited (longest first; every message in -o json)"
     );
+    if !waited.is_empty() {
+        let _ = writeln!(out, "{:<width$}  {:>9}  reason", "job", "waited");
+    }
     for (name, total, longest, others) in waited {
         let more = match others {
             0 => String::new(),

@@ -111,7 +111,7 @@ async fn kubectl_apply_of_deploy_runs_the_example_job_with_the_service_accounts_
     .unwrap();
     let applied = kubectl(&admin, &["apply", "-f", flow.to_str().unwrap()]);
     assert!(applied.status.success(), "{}", text(&applied));
-    let (succeeded, seen) = eventually(60, || {
+    let (succeeded, seen) = eventually(120, || {
         let out = kubectl(
             &admin,
             &[

@@ -164,7 +164,7 @@ impl ControllerManager {
             self.cron_jobs.on_cron_job(Some(cj));
         }
         for f in &objs.job_flows {
-            self.flows.on_job_flow(Some(f));
+            self.flows.on_job_flow(None, Some(f));
         }
         for t in &objs.job_templates {
             self.flows.on_job_template(Some(t), view);
@@ -200,7 +200,7 @@ impl ControllerManager {
             WatchEvent::ReplicaSet(_, Some(rs)) => self.pod_groups.on_replica_set(rs),
             WatchEvent::StatefulSet(_, Some(sts)) => self.pod_groups.on_stateful_set(sts),
             WatchEvent::CronJob(_, new) => self.cron_jobs.on_cron_job(new.as_deref()),
-            WatchEvent::JobFlow(_, new) => self.flows.on_job_flow(new.as_deref()),
+            WatchEvent::JobFlow(old, new) => self.flows.on_job_flow(old.as_deref(), new.as_deref()),
             WatchEvent::JobTemplate(_, new) => self.flows.on_job_template(new.as_deref(), view),
             WatchEvent::Command(..)
             | WatchEvent::Node(..)

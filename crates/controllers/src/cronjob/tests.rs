@@ -161,6 +161,10 @@ fn every_counts_from_the_last_start_in_whole_seconds_as_go_cron_does() {
         Schedule::parse("@every often", None),
         Err(ScheduleError::Unparseable { .. })
     ));
+    assert!(matches!(
+        Schedule::parse("@every5m", None),
+        Err(ScheduleError::Unparseable { .. })
+    ));
     // A CronJob on @every 30m starts a Job 30 minutes after its creation.
     let out = sync_cron_job(&cron_job("@every 30m"), &[], at(1800));
     assert_eq!(out.create.len(), 1, "{:?}", out.events);

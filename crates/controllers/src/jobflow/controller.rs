@@ -61,11 +61,17 @@ impl JobFlowController {
         self.queue.next_ready_at()
     }
 
-    /// A JobFlow was added or changed.
-    pub fn on_job_flow(&mut self, new: Option<&JobFlow>) {
-        if let Some(f) = new {
-            self.queue
-                .add(FlowKey::JobFlow(NamespacedName::of(&f.metadata)));
+    /// A JobFlow was added, changed or deleted (`new` is `None` with `old` the last seen).
+    pub fn on_job_flow(&mut self, old: Option<&JobFlow>, new: Option<&JobFlow>) {
+        match (old, new) {
+            (_, Some(f)) => self
+                .queue
+                .add(FlowKey::JobFlow(NamespacedName::of(&f.metadata))),
+            // A flow made again under the same name has its problems told afresh.
+            (Some(f), None) => {
+                self.reported.remove(&NamespacedName::of(&f.metadata));
+            }
+            (None, None) => {}
         }
     }
 

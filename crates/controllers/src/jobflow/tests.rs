@@ -377,7 +377,7 @@ mod controller {
         store.upsert(job_flow(&[("a", &[]), ("b", &["a"])], "retain"));
         let mut c = JobFlowController::new(RetryPolicy::default());
         let flow = job_flow(&[("a", &[]), ("b", &["a"])], "retain");
-        c.on_job_flow(Some(&flow));
+        c.on_job_flow(None, Some(&flow));
         let first = turn(&mut c, &store);
         let said = warnings(&first);
         assert_eq!(said.len(), 1, "{first:?}");
@@ -387,7 +387,7 @@ mod controller {
             said[0]
         );
         // Synced again (say a Job of the namespace changed): the same error is not repeated.
-        c.on_job_flow(Some(&flow));
+        c.on_job_flow(None, Some(&flow));
         assert!(warnings(&turn(&mut c, &store)).is_empty());
 
         // The template appears: the flow is looked at again and makes its first Job.
@@ -413,7 +413,7 @@ mod controller {
         store.upsert(template("a"));
         store.upsert(template("b"));
         let mut c = JobFlowController::new(RetryPolicy::default());
-        c.on_job_flow(Some(&flow));
+        c.on_job_flow(None, Some(&flow));
         let first = turn(&mut c, &store);
         assert!(
             !first.iter().any(|ch| matches!(ch, Change::CreateJob(_))),
@@ -424,7 +424,11 @@ mod controller {
             ["jobflow Flow is not DAG: a -> b -> a"],
             "{first:?}"
         );
-        c.on_job_flow(Some(&flow));
+        c.on_job_flow(None, Some(&flow));
         assert!(turn(&mut c, &store).is_empty());
+        // Deleted and made again with the same mistake: it is told again.
+        c.on_job_flow(Some(&flow), None);
+        c.on_job_flow(None, Some(&flow));
+        assert_eq!(warnings(&turn(&mut c, &store)).len(), 1);
     }
 }

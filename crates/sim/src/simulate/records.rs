@@ -353,6 +353,14 @@ impl Records {
                     if let Some(t) = rec.trail.as_mut()
                         && rec.record.finished_s.is_none()
                     {
+                        // Running again after a restart: the failure that restarted it is
+                        // history, and whatever ends this run is told instead.
+                        if phase == job_phase::RUNNING
+                            && t.phases.last().is_some_and(|p| p != job_phase::RUNNING)
+                            && t.phases.iter().any(|p| p == job_phase::RESTARTING)
+                        {
+                            rec.last_failure = None;
+                        }
                         t.phase(phase);
                         t.retries = status.retry_count;
                         t.state_reason.clone_from(&status.state.reason);
