@@ -21,6 +21,7 @@ use crate::bus::Command;
 use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
+use crate::topology::HyperNode;
 
 /// Why the CRDs could not be built or rendered.
 #[derive(Debug, Error)]
@@ -43,7 +44,8 @@ pub enum CrdError {
     },
 }
 
-/// The CRDs of Job, PodGroup, Queue, Command, CronJob, JobFlow and JobTemplate, in that order.
+/// The CRDs of Job, PodGroup, Queue, Command, CronJob, JobFlow, JobTemplate and HyperNode, in
+/// that order.
 pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     Ok(vec![
         job()?,
@@ -53,6 +55,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
         cron_job()?,
         job_flow()?,
         job_template()?,
+        hyper_node()?,
     ])
 }
 
@@ -253,6 +256,10 @@ fn job_flow() -> Result<CustomResourceDefinition, CrdError> {
     finish(JobFlow::crd(), "JobFlowList", |schema| {
         job_spec_as_volcano(schema, &["spec", "flows", "[]", "patch", "jobSpec"]);
     })
+}
+
+fn hyper_node() -> Result<CustomResourceDefinition, CrdError> {
+    finish(HyperNode::crd(), "HyperNodeList", |_| {})
 }
 
 fn job_template() -> Result<CustomResourceDefinition, CrdError> {

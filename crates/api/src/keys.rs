@@ -10,6 +10,8 @@ pub const TASK_SPEC: &str = "volcano.sh/task-spec";
 pub const PREEMPTABLE: &str = "volcano.sh/preemptable";
 /// Overrides a pod's priority for task ordering.
 pub const TASK_PRIORITY: &str = "volcano.sh/task-priority";
+/// Pod label: which partition of its task (`partitionPolicy`) the pod is in.
+pub const PARTITION_ID: &str = "volcano.sh/partition-id";
 /// Index of a pod within its task.
 pub const TASK_INDEX: &str = "volcano.sh/task-index";
 /// Name of the Volcano Job owning a pod.

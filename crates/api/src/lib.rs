@@ -16,6 +16,7 @@ pub mod event;
 pub mod flow;
 pub mod go_duration;
 pub mod keys;
+pub mod label_selector;
 pub mod lifecycle;
 pub mod object_ref;
 pub mod quantity;
@@ -25,6 +26,7 @@ pub mod scheduling;
 mod schema;
 pub mod spec_checks;
 pub mod store;
+pub mod topology;
 pub mod workload;
 
 pub use k8s_openapi;

@@ -50,6 +50,8 @@ pub enum ObjectKind {
     JobFlow,
     /// `flow.volcano.sh` JobTemplate.
     JobTemplate,
+    /// `topology.volcano.sh` HyperNode.
+    HyperNode,
 }
 
 impl ObjectKind {
@@ -74,6 +76,7 @@ impl ObjectKind {
             ObjectKind::CronJob => "CronJob",
             ObjectKind::JobFlow => "JobFlow",
             ObjectKind::JobTemplate => "JobTemplate",
+            ObjectKind::HyperNode => "HyperNode",
         }
     }
 
@@ -98,6 +101,7 @@ impl ObjectKind {
             "CronJob" => ObjectKind::CronJob,
             "JobFlow" => ObjectKind::JobFlow,
             "JobTemplate" => ObjectKind::JobTemplate,
+            "HyperNode" => ObjectKind::HyperNode,
             _ => return None,
         })
     }
@@ -113,6 +117,7 @@ impl ObjectKind {
                 | ObjectKind::PersistentVolume
                 | ObjectKind::StorageClass
                 | ObjectKind::CSINode
+                | ObjectKind::HyperNode
         )
     }
 }

@@ -22,6 +22,7 @@ use crate::bus::Command;
 use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
+use crate::topology::HyperNode;
 
 mod cross;
 mod decode;
@@ -118,6 +119,8 @@ pub struct Objects {
     pub job_flows: Vec<JobFlow>,
     /// JobTemplates; namespace always set.
     pub job_templates: Vec<JobTemplate>,
+    /// HyperNodes (cluster-scoped): the network domains over the nodes.
+    pub hyper_nodes: Vec<HyperNode>,
 }
 
 /// The text of a `volcano-scheduler.conf` found in a ConfigMap, with where it came from.

@@ -60,14 +60,13 @@ pub struct PodGroupSpec {
     /// Resources the gang needs to start, checked at admission (enqueue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_resources: Option<ResourceList>,
-    /// Network topology constraints (not supported by volcano-rs yet; rejected when set).
+    /// How close in the network (HyperNode tiers) the gang's pods must be placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<NetworkTopologySpec>")]
-    pub network_topology: Option<serde_json::Value>,
-    /// Sub-group policies (not supported by volcano-rs yet; rejected when set).
+    pub network_topology: Option<NetworkTopologySpec>,
+    /// Sub-groups of the gang's pods, each a gang of its own that may have its own network
+    /// topology (kept as written; volcano-rs does not place by them yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<Vec<SubGroupPolicySpec>>")]
-    pub sub_group_policy: Option<serde_json::Value>,
+    pub sub_group_policy: Option<Vec<SubGroupPolicySpec>>,
 }
 
 /// How far apart, in the network topology (HyperNode tiers), a gang's pods may be placed.
@@ -88,8 +87,7 @@ pub struct NetworkTopologySpec {
     pub highest_tier_name: String,
 }
 
-/// A sub-group of a PodGroup's pods, matched by labels, with its own gang size. Described for
-/// the schema only: volcano-rs keeps `subGroupPolicy` as written and does not act on it yet.
+/// A sub-group of a PodGroup's pods, matched by labels, with its own gang size.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubGroupPolicySpec {

@@ -32,6 +32,14 @@ pub(crate) fn network_topology_mode(_: &mut SchemaGenerator) -> Schema {
     string_enum(&["hard", "soft"])
 }
 
+/// The type of a HyperNode's member.
+pub(crate) fn hyper_node_member_type(_: &mut SchemaGenerator) -> Schema {
+    string_enum(&[
+        crate::topology::MEMBER_NODE,
+        crate::topology::MEMBER_HYPER_NODE,
+    ])
+}
+
 /// The order a queue's jobs are considered in.
 pub(crate) fn dequeue_strategy(_: &mut SchemaGenerator) -> Schema {
     string_enum(&["fifo", "traverse"])

@@ -27,7 +27,8 @@ fn yaml_and_json_parse_back_as_the_same_crds() {
             "commands.bus.volcano.sh",
             "cronjobs.batch.volcano.sh",
             "jobflows.flow.volcano.sh",
-            "jobtemplates.flow.volcano.sh"
+            "jobtemplates.flow.volcano.sh",
+            "hypernodes.topology.volcano.sh"
         ]
     );
     assert_eq!(from_yaml, crds().unwrap().as_slice());

@@ -90,7 +90,7 @@ fn unknown_kind_is_an_error() {
             "s.yaml: document 2 (line 4)",
             "field kind",
             "unknown kind DaemonSet (apiVersion apps/v1)",
-            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow and JobTemplate",
+            "Node, Pod, PodGroup, Queue, Job, Command, PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow, JobTemplate and HyperNode",
         ],
     );
 }
@@ -233,16 +233,23 @@ fn pod_group_min_member_must_not_be_negative() {
 }
 
 #[test]
-fn pod_group_network_topology_and_sub_groups_are_not_supported() {
-    let text = format!("{PG_HEAD}spec: {{networkTopology: {{mode: hard}}}}\n");
+fn pod_group_network_topology_is_checked_and_sub_groups_are_not_supported() {
+    let text =
+        format!("{PG_HEAD}spec: {{networkTopology: {{mode: hard, highestTierAllowed: 1}}}}\n");
+    assert!(load_str(Path::new("s.yaml"), &text).is_ok());
+    let text = format!("{PG_HEAD}spec: {{networkTopology: {{mode: strict}}}}\n");
     assert_error(
         &text,
         &[
             "PodGroup team/pg1",
-            "field spec.networkTopology",
-            "not supported by volcano-rs yet",
+            "field spec.networkTopology.mode",
+            "must be \"hard\" or \"soft\"; got \"strict\"",
         ],
     );
+    let text = format!(
+        "{PG_HEAD}spec: {{networkTopology: {{highestTierAllowed: 1, highestTierName: leaf}}}}\n"
+    );
+    assert_error(&text, &["field spec.networkTopology", "simultaneously"]);
     let text = format!("{PG_HEAD}spec: {{subGroupPolicy: [{{name: a}}]}}\n");
     assert_error(
         &text,
@@ -251,6 +258,54 @@ fn pod_group_network_topology_and_sub_groups_are_not_supported() {
             "not supported by volcano-rs yet",
         ],
     );
+}
+
+#[test]
+fn hyper_nodes_that_do_not_form_a_tree_are_refused_naming_the_hyper_node() {
+    let hn = |name: &str, tier: u32, members: &str| {
+        format!(
+            "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: {name}}}\nspec: {{tier: {tier}, members: [{members}]}}\n"
+        )
+    };
+    let node = |name: &str| format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\n");
+    let text = [
+        node("n0"),
+        node("n1"),
+        hn(
+            "leaf-a",
+            1,
+            "{type: Node, selector: {regexMatch: {pattern: '^n'}}}",
+        ),
+        hn(
+            "leaf-b",
+            1,
+            "{type: Node, selector: {exactMatch: {name: n1}}}",
+        ),
+    ]
+    .join("---\n");
+    assert_error(
+        &text,
+        &[
+            "HyperNode leaf-b",
+            "field spec.members",
+            "node n1 is in two HyperNodes of tier 1: leaf-a and leaf-b",
+        ],
+    );
+    let text = hn("leaf", 1, "{type: Node, selector: {}}");
+    assert_error(
+        &text,
+        &[
+            "HyperNode leaf",
+            "field spec.members[0].selector",
+            "exactly one of exactMatch, regexMatch or labelMatch",
+        ],
+    );
+    let text = hn(
+        "leaf",
+        1,
+        "{type: Rack, selector: {exactMatch: {name: n0}}}",
+    );
+    assert_error(&text, &["field spec.members[0].type", "\"Rack\""]);
 }
 
 #[test]

@@ -361,6 +361,17 @@ pub static KINDS: &[KindInfo] = &[
         true,
         NONE
     ),
+    kind!(
+        "hypernodes",
+        "hypernode",
+        "topology.volcano.sh",
+        "v1alpha1",
+        "HyperNode",
+        false,
+        ["hn"],
+        true,
+        NONE
+    ),
 ];
 
 /// The kind served at `group`/`version` under `resource`.

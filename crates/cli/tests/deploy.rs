@@ -397,6 +397,7 @@ fn scheduler_gets_exactly_what_it_uses() {
             ("", &["nodes", "namespaces"], WATCH),
             ("scheduling.k8s.io", &["priorityclasses"], WATCH),
             ("storage.k8s.io", &["storageclasses", "csinodes"], WATCH),
+            ("topology.volcano.sh", &["hypernodes"], WATCH),
             (
                 "",
                 &["persistentvolumes", "persistentvolumeclaims"],

@@ -212,7 +212,8 @@ impl ControllerManager {
             | WatchEvent::CSINode(..)
             | WatchEvent::ReplicaSet(_, None)
             | WatchEvent::StatefulSet(_, None)
-            | WatchEvent::Deployment(..) => {}
+            | WatchEvent::Deployment(..)
+            | WatchEvent::HyperNode(..) => {}
         }
     }
 

@@ -20,6 +20,7 @@ fn api_version(kind: ObjectKind) -> &'static str {
         ObjectKind::PodGroup | ObjectKind::Queue => "scheduling.volcano.sh/v1beta1",
         ObjectKind::Command => "bus.volcano.sh/v1alpha1",
         ObjectKind::JobFlow | ObjectKind::JobTemplate => "flow.volcano.sh/v1alpha1",
+        ObjectKind::HyperNode => "topology.volcano.sh/v1alpha1",
         ObjectKind::PriorityClass => "scheduling.k8s.io/v1",
         ObjectKind::StorageClass | ObjectKind::CSINode => "storage.k8s.io/v1",
         ObjectKind::ReplicaSet | ObjectKind::StatefulSet | ObjectKind::Deployment => "apps/v1",

@@ -29,6 +29,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
 use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::topology::HyperNode;
 
 use crate::mirror::{Kind, Update};
 
@@ -182,6 +183,7 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
             Kind::CronJob => spawn::<CronJob>(client, tx, Update::CronJob),
             Kind::JobFlow => spawn::<JobFlow>(client, tx, Update::JobFlow),
             Kind::JobTemplate => spawn::<JobTemplate>(client, tx, Update::JobTemplate),
+            Kind::HyperNode => spawn::<HyperNode>(client, tx, Update::HyperNode),
         })
         .collect()
 }

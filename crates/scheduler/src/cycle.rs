@@ -98,6 +98,7 @@ impl SchedulingCycle {
             | WatchEvent::PersistentVolumeClaim(..)
             | WatchEvent::StorageClass(..)
             | WatchEvent::CSINode(..) => cache.cluster_object_changed(),
+            WatchEvent::HyperNode(..) => cache.hyper_node_changed(),
             // Workloads shape PodGroups through the controllers; the scheduler reads those.
             WatchEvent::ReplicaSet(..)
             | WatchEvent::StatefulSet(..)
@@ -216,6 +217,7 @@ fn leave_out(objs: &mut Objects, e: &BuildError) -> bool {
         | ObjectKind::CronJob
         | ObjectKind::JobFlow
         | ObjectKind::JobTemplate => false,
+        ObjectKind::HyperNode => drop_from(&mut objs.hyper_nodes, key, |o| &o.metadata),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Checks across objects, made once every file is read: every queue, PodGroup and priority
-//! class an object names exists in the scenario.
+//! class an object names exists in the scenario, and the HyperNodes form a tree.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::site::Site;
 use super::{LoadError, ObjectKey, Scenario, Source};
 use crate::keys;
+use crate::topology::tree::{HyperNodeTree, NodeRef, TreeError};
 
 /// Priority classes every cluster has without declaring them.
 const BUILTIN_PRIORITY_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
@@ -17,7 +18,8 @@ pub(super) fn check(scenario: &Scenario) -> Result<(), LoadError> {
     let refs = References::new(scenario);
     queues(scenario, &refs)?;
     pod_groups_of_pods(scenario)?;
-    priority_classes(scenario, &refs)
+    priority_classes(scenario, &refs)?;
+    hyper_node_tree(scenario)
 }
 
 /// The names objects may refer to.
@@ -283,4 +285,43 @@ fn priority_classes(scenario: &Scenario, refs: &References) -> Result<(), LoadEr
         global_default = Some(name(&pc.metadata));
     }
     Ok(())
+}
+
+/// The HyperNodes form a tree over the scenario's nodes; an error names the HyperNode it is
+/// about (for a cycle or a clash, the first one the message names).
+fn hyper_node_tree(scenario: &Scenario) -> Result<(), LoadError> {
+    let objects = &scenario.objects;
+    if objects.hyper_nodes.is_empty() {
+        return Ok(());
+    }
+    let nodes: Vec<NodeRef<'_>> = objects
+        .nodes
+        .iter()
+        .map(|n| (name(&n.metadata), n.metadata.labels.as_ref()))
+        .collect();
+    let Err(e) = HyperNodeTree::build(&objects.hyper_nodes, &nodes) else {
+        return Ok(());
+    };
+    let about = match &e {
+        TreeError::Invalid { hyper_node, .. } | TreeError::NotSubset { hyper_node, .. } => {
+            hyper_node.clone()
+        }
+        TreeError::Cycle { path } => path.first().cloned().unwrap_or_default(),
+        TreeError::TwoParents { second, .. } => second.clone(),
+        TreeError::TierNotLower { parent, .. } => parent.clone(),
+        TreeError::NodeInTwo { second, .. } => second.clone(),
+    };
+    let meta = objects
+        .hyper_nodes
+        .iter()
+        .map(|h| &h.metadata)
+        .find(|m| name(m) == about);
+    let site = match meta {
+        Some(m) => site(scenario, "HyperNode", m),
+        None => site(scenario, "HyperNode", &objects.hyper_nodes[0].metadata),
+    };
+    Err(match e {
+        TreeError::Invalid { error, .. } => site.field_error(error.field, error.message),
+        other => site.field_error("spec.members", other.to_string()),
+    })
 }

@@ -73,6 +73,7 @@ pub(super) fn decode(document: RawDocument) -> Result<Option<Decoded>, LoadError
         Kind::CronJob => Object::CronJob(Box::new(typed(&site, value)?)),
         Kind::JobFlow => Object::JobFlow(Box::new(typed(&site, value)?)),
         Kind::JobTemplate => Object::JobTemplate(Box::new(typed(&site, value)?)),
+        Kind::HyperNode => Object::HyperNode(Box::new(typed(&site, value)?)),
     };
     let key = normalize_metadata(kind, &site, object.metadata_mut())?;
     let site = Site::object(site.source().clone(), &key);

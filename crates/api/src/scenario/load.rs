@@ -116,6 +116,7 @@ impl Builder {
             Object::CronJob(o) => objects.cron_jobs.push(*o),
             Object::JobFlow(o) => objects.job_flows.push(*o),
             Object::JobTemplate(o) => objects.job_templates.push(*o),
+            Object::HyperNode(o) => objects.hyper_nodes.push(*o),
             Object::ConfigMap(cm) => {
                 let field = format!("data.{}", keys::SCHEDULER_CONF_KEY);
                 if let Some(first) = &self.scenario.scheduler_conf {

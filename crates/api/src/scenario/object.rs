@@ -14,6 +14,7 @@ use crate::bus::Command;
 use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::scheduling::{PodGroup, Queue};
+use crate::topology::HyperNode;
 
 /// A kind a scenario may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +57,12 @@ pub(super) enum Kind {
     JobFlow,
     /// `flow.volcano.sh/v1alpha1` JobTemplate.
     JobTemplate,
+    /// `topology.volcano.sh/v1alpha1` HyperNode.
+    HyperNode,
 }
 
 /// Every kind, in the order errors list them.
-pub(super) const KINDS: [Kind; 19] = [
+pub(super) const KINDS: [Kind; 20] = [
     Kind::Node,
     Kind::Pod,
     Kind::PodGroup,
@@ -79,12 +82,13 @@ pub(super) const KINDS: [Kind; 19] = [
     Kind::CronJob,
     Kind::JobFlow,
     Kind::JobTemplate,
+    Kind::HyperNode,
 ];
 
 /// What an error about an unknown kind says a scenario may hold.
 pub(super) const KNOWN_KINDS: &str = "a scenario holds Node, Pod, PodGroup, Queue, Job, Command, \
      PriorityClass, ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, \
-     CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow and JobTemplate";
+     CSINode, ReplicaSet, StatefulSet, Deployment, CronJob, JobFlow, JobTemplate and HyperNode";
 
 impl Kind {
     /// The `kind` field's value.
@@ -109,6 +113,7 @@ impl Kind {
             Kind::CronJob => "CronJob",
             Kind::JobFlow => "JobFlow",
             Kind::JobTemplate => "JobTemplate",
+            Kind::HyperNode => "HyperNode",
         }
     }
 
@@ -127,6 +132,7 @@ impl Kind {
             Kind::Command => "bus.volcano.sh/v1alpha1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::JobFlow | Kind::JobTemplate => "flow.volcano.sh/v1alpha1",
+            Kind::HyperNode => "topology.volcano.sh/v1alpha1",
         }
     }
 
@@ -199,6 +205,8 @@ pub(super) enum Object {
     JobFlow(Box<JobFlow>),
     /// A JobTemplate.
     JobTemplate(Box<JobTemplate>),
+    /// A HyperNode.
+    HyperNode(Box<HyperNode>),
 }
 
 impl Object {
@@ -224,6 +232,7 @@ impl Object {
             Object::CronJob(o) => &mut o.metadata,
             Object::JobFlow(o) => &mut o.metadata,
             Object::JobTemplate(o) => &mut o.metadata,
+            Object::HyperNode(o) => &mut o.metadata,
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::batch::Job;
 use crate::keys;
 use crate::resources;
 use crate::scheduling::{PodGroup, Queue, queue_state};
+use crate::spec_checks::{check_hyper_node, check_network_topology};
 
 /// Checks one decoded object.
 pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
@@ -37,6 +38,9 @@ pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
         Object::CronJob(cj) => super::validate_cronjob::cron_job(site, cj),
         // Checked by `flow`, which uses this module's quantity checks.
         Object::JobFlow(_) | Object::JobTemplate(_) => Ok(()),
+        Object::HyperNode(hn) => {
+            check_hyper_node(hn).map_err(|e| site.field_error(e.field, e.message))
+        }
         Object::Command(_)
         | Object::PriorityClass(_)
         | Object::Namespace(_)
@@ -201,28 +205,21 @@ fn pod_group(site: &Site, pg: &PodGroup) -> Result<(), LoadError> {
             format!("must be >= 0, got {n}"),
         ));
     }
-    for (field, value) in [
-        ("spec.networkTopology", &spec.network_topology),
-        ("spec.subGroupPolicy", &spec.sub_group_policy),
-    ] {
-        if value.as_ref().is_some_and(is_set) {
-            return Err(site.field_error(
-                field,
-                "not supported by volcano-rs yet; remove it from the scenario",
-            ));
-        }
+    if let Some(nt) = &spec.network_topology {
+        check_network_topology(nt, "spec.networkTopology")
+            .map_err(|e| site.field_error(e.field, e.message))?;
+    }
+    if spec
+        .sub_group_policy
+        .as_ref()
+        .is_some_and(|p| !p.is_empty())
+    {
+        return Err(site.field_error(
+            "spec.subGroupPolicy",
+            "not supported by volcano-rs yet (the scheduler would not honour it); remove it from the scenario",
+        ));
     }
     quantities(site, "spec.minResources", spec.min_resources.as_ref())
-}
-
-/// An empty list or mapping asks for nothing, so it is accepted like an absent field.
-fn is_set(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Null => false,
-        serde_json::Value::Array(a) => !a.is_empty(),
-        serde_json::Value::Object(o) => !o.is_empty(),
-        _ => true,
-    }
 }
 
 fn queue(site: &Site, queue: &Queue) -> Result<(), LoadError> {

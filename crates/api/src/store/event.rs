@@ -11,6 +11,7 @@ use crate::cronjob::CronJob;
 use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{ObjectKind, ObjectRef};
 use crate::scheduling::{PodGroup, Queue};
+use crate::topology::HyperNode;
 
 use super::Stored;
 
@@ -57,6 +58,8 @@ pub enum WatchEvent {
     JobFlow(Option<Box<JobFlow>>, Option<Box<JobFlow>>),
     /// A JobTemplate.
     JobTemplate(Option<Box<JobTemplate>>, Option<Box<JobTemplate>>),
+    /// A HyperNode.
+    HyperNode(Option<Box<HyperNode>>, Option<Box<HyperNode>>),
 }
 
 fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
@@ -86,6 +89,7 @@ impl WatchEvent {
             WatchEvent::CronJob(..) => ObjectKind::CronJob,
             WatchEvent::JobFlow(..) => ObjectKind::JobFlow,
             WatchEvent::JobTemplate(..) => ObjectKind::JobTemplate,
+            WatchEvent::HyperNode(..) => ObjectKind::HyperNode,
         }
     }
 
@@ -110,6 +114,7 @@ impl WatchEvent {
             WatchEvent::CronJob(o, n) => object_of(o, n),
             WatchEvent::JobFlow(o, n) => object_of(o, n),
             WatchEvent::JobTemplate(o, n) => object_of(o, n),
+            WatchEvent::HyperNode(o, n) => object_of(o, n),
         }
     }
 }

@@ -38,6 +38,7 @@ use crate::flow::{JobFlow, JobTemplate};
 use crate::object_ref::{NamespacedName, ObjectKind};
 use crate::scenario::Objects;
 use crate::scheduling::{PodGroup, Queue};
+use crate::topology::HyperNode;
 
 /// A kind the store holds.
 pub trait Stored: Clone {
@@ -117,6 +118,7 @@ stored!(Deployment, Deployment, deployments);
 stored!(CronJob, CronJob, cron_jobs);
 stored!(JobFlow, JobFlow, job_flows);
 stored!(JobTemplate, JobTemplate, job_templates);
+stored!(HyperNode, HyperNode, hyper_nodes);
 
 /// One index per kind.
 #[derive(Debug, Clone, Default)]
@@ -139,6 +141,7 @@ struct Indexes {
     cron_jobs: Index,
     job_flows: Index,
     job_templates: Index,
+    hyper_nodes: Index,
 }
 
 /// The objects, indexed (see the module documentation).
@@ -380,6 +383,7 @@ impl ObjectStore {
         reindex(&mut o.cron_jobs, &mut ix.cron_jobs);
         reindex(&mut o.job_flows, &mut ix.job_flows);
         reindex(&mut o.job_templates, &mut ix.job_templates);
+        reindex(&mut o.hyper_nodes, &mut ix.hyper_nodes);
     }
 }
 

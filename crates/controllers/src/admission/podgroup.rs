@@ -1,8 +1,7 @@
 //! Volcano's PodGroup validating webhook: a new PodGroup goes to an existing, Open queue, and
 //! names its network-topology tier one way only.
 
-use serde_json::Value;
-use volcano_api::scheduling::{PodGroup, queue_state};
+use volcano_api::scheduling::{NetworkTopologySpec, PodGroup, queue_state};
 
 use super::queue::not_found;
 use super::request::AdmissionView;
@@ -28,13 +27,8 @@ pub fn validate_podgroup(pg: &PodGroup, view: &dyn AdmissionView) -> Result<(), 
             }
         }
     }
-    let both = |t: Option<&Value>| {
-        t.is_some_and(|t| {
-            t.get("highestTierAllowed").is_some_and(|v| !v.is_null())
-                && t.get("highestTierName")
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| !s.is_empty())
-        })
+    let both = |t: Option<&NetworkTopologySpec>| {
+        t.is_some_and(|t| t.highest_tier_allowed.is_some() && !t.highest_tier_name.is_empty())
     };
     let mut topology = Vec::new();
     if both(pg.spec.network_topology.as_ref()) {
@@ -44,16 +38,17 @@ pub fn validate_podgroup(pg: &PodGroup, view: &dyn AdmissionView) -> Result<(), 
                 .to_string(),
         );
     }
-    let policies = pg.spec.sub_group_policy.as_ref().and_then(Value::as_array);
-    if let Some(p) = policies
-        .into_iter()
+    if let Some(p) = pg
+        .spec
+        .sub_group_policy
+        .iter()
         .flatten()
-        .find(|p| both(p.get("networkTopology")))
+        .find(|p| both(p.network_topology.as_ref()))
     {
-        let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
         topology.push(format!(
-            "in subGroupPolicy '{name}': must not specify 'highestTierAllowed' and \
-             'highestTierName' in networkTopology simultaneously."
+            "in subGroupPolicy '{}': must not specify 'highestTierAllowed' and \
+             'highestTierName' in networkTopology simultaneously.",
+            p.name
         ));
     }
     if !topology.is_empty() {

@@ -8,10 +8,12 @@ use volcano_api::k8s_openapi::api::core::v1::{
     PersistentVolumeClaimVolumeSource, Pod, PodSpec, Volume, VolumeMount,
 };
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, ObjectMeta, OwnerReference,
+};
 use volcano_api::keys;
 use volcano_api::resources::{format_amount, pod_requests};
-use volcano_api::scheduling::{PodGroup, PodGroupSpec, ResourceList};
+use volcano_api::scheduling::{PodGroup, PodGroupSpec, ResourceList, SubGroupPolicySpec};
 
 /// Name of a job's pod: `<job>-<task>-<index>`.
 pub fn pod_name(job: &str, task: &str, index: i32) -> String {
@@ -55,9 +57,18 @@ pub fn job_queue(job: &Job) -> &str {
     }
 }
 
-/// A task's gang minimum: its `minAvailable`, else its replicas.
+/// A task's gang minimum: its `minAvailable`, else its fewest partitions' pods, else its
+/// replicas.
 pub fn task_min_member(task: &TaskSpec) -> i32 {
-    task.min_available.unwrap_or(task.replicas)
+    if let Some(m) = task.min_available {
+        return m;
+    }
+    match &task.partition_policy {
+        Some(p) if p.min_partitions != 0 && p.partition_size != 0 => {
+            p.min_partitions.saturating_mul(p.partition_size)
+        }
+        _ => task.replicas,
+    }
 }
 
 /// The PodGroup spec a job asks for.
@@ -73,9 +84,37 @@ pub fn pod_group_spec(job: &Job, priority_of: &dyn Fn(&str) -> Option<i32>) -> P
         queue: job_queue(job).to_string(),
         priority_class_name: job.spec.priority_class_name.clone(),
         min_resources: Some(min_resources(job, priority_of)),
-        network_topology: None,
-        sub_group_policy: None,
+        network_topology: job.spec.network_topology.clone(),
+        sub_group_policy: sub_group_policy(job),
     }
+}
+
+/// One sub-group policy per task with a partition policy, as Volcano's job controller writes
+/// them: the task's pods, split by their partition label.
+fn sub_group_policy(job: &Job) -> Option<Vec<SubGroupPolicySpec>> {
+    let policies: Vec<SubGroupPolicySpec> = job
+        .spec
+        .tasks
+        .iter()
+        .filter_map(|t| {
+            let p = t.partition_policy.as_ref()?;
+            Some(SubGroupPolicySpec {
+                name: t.name.clone(),
+                sub_group_size: Some(p.partition_size),
+                min_sub_groups: Some(p.min_partitions),
+                label_selector: Some(LabelSelector {
+                    match_labels: Some(BTreeMap::from([(
+                        keys::TASK_SPEC.to_string(),
+                        t.name.clone(),
+                    )])),
+                    ..LabelSelector::default()
+                }),
+                match_label_keys: vec![keys::PARTITION_ID.to_string()],
+                network_topology: p.network_topology.clone(),
+            })
+        })
+        .collect();
+    (!policies.is_empty()).then_some(policies)
 }
 
 /// A new PodGroup for a job.
@@ -228,6 +267,15 @@ pub fn pod(job: &Job, task: &TaskSpec, index: i32) -> Pod {
         (keys::QUEUE_NAME, queue),
     ] {
         labels.insert(k.to_string(), v);
+    }
+    if let Some(p) = &task.partition_policy {
+        // A partition size below 1 puts every pod in partition 0, as Volcano does.
+        let partition = if p.partition_size > 0 {
+            index / p.partition_size
+        } else {
+            0
+        };
+        labels.insert(keys::PARTITION_ID.to_string(), partition.to_string());
     }
     let job_labels = job.metadata.labels.clone().unwrap_or_default();
     for k in [keys::PREEMPTABLE, keys::COOLDOWN_TIME] {

@@ -388,6 +388,13 @@ fn create_or_update_pod_group(
         spec.min_resources = wanted.min_resources;
         changed = true;
     }
+    if spec.network_topology != wanted.network_topology
+        || spec.sub_group_policy != wanted.sub_group_policy
+    {
+        spec.network_topology = wanted.network_topology;
+        spec.sub_group_policy = wanted.sub_group_policy;
+        changed = true;
+    }
     for (task, min) in wanted.min_task_member {
         if spec.min_task_member.get(&task) != Some(&min) {
             spec.min_task_member.insert(task, min);

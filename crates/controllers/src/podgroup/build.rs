@@ -134,8 +134,7 @@ pub fn pod_group_for(pod: &Pod, name: &str, owners: &BTreeMap<String, String>) -
                 .unwrap_or_default(),
             priority_class_name: spec.priority_class_name.clone().unwrap_or_default(),
             min_resources: Some(min_resources),
-            network_topology: network_topology(pod)
-                .and_then(|spec| serde_json::to_value(spec).ok()),
+            network_topology: network_topology(pod),
             sub_group_policy: None,
         },
     );

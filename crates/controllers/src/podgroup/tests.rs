@@ -290,6 +290,7 @@ fn a_pods_network_topology_annotations_shape_its_group_as_volcano_reads_them() {
         pod_group_for(&pod, "pg", &BTreeMap::new())
             .spec
             .network_topology
+            .map(|nt| serde_json::to_value(nt).unwrap())
     };
     assert_eq!(with(&[]), None);
     assert_eq!(

@@ -22,6 +22,7 @@ use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::store::Stored;
+use volcano_api::topology::HyperNode;
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef, ObjectStore, Objects, WatchEvent};
 
 /// An object's identity in the mirror; the namespace is empty for cluster-scoped kinds.
@@ -69,6 +70,8 @@ pub enum Update {
     JobFlow(watcher::Event<JobFlow>),
     /// JobTemplates.
     JobTemplate(watcher::Event<JobTemplate>),
+    /// HyperNodes.
+    HyperNode(watcher::Event<HyperNode>),
 }
 
 /// The kinds the mirror can hold: every kind volcano-rs reads.
@@ -96,6 +99,7 @@ impl Update {
             Update::CronJob(_) => Kind::CronJob,
             Update::JobFlow(_) => Kind::JobFlow,
             Update::JobTemplate(_) => Kind::JobTemplate,
+            Update::HyperNode(_) => Kind::HyperNode,
         }
     }
 }
@@ -153,6 +157,7 @@ impl ClusterMirror {
             Update::CronJob(ev) => self.take(Kind::CronJob, ev),
             Update::JobFlow(ev) => self.take(Kind::JobFlow, ev),
             Update::JobTemplate(ev) => self.take(Kind::JobTemplate, ev),
+            Update::HyperNode(ev) => self.take(Kind::HyperNode, ev),
         }
     }
 
@@ -238,6 +243,7 @@ impl ClusterMirror {
             ObjectKind::CronJob => self.store.get::<CronJob>(key)?.meta(),
             ObjectKind::JobFlow => self.store.get::<JobFlow>(key)?.meta(),
             ObjectKind::JobTemplate => self.store.get::<JobTemplate>(key)?.meta(),
+            ObjectKind::HyperNode => self.store.get::<HyperNode>(key)?.meta(),
         };
         meta.uid.clone()
     }

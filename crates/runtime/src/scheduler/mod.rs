@@ -31,8 +31,8 @@ use conf::ConfSource;
 use writes::Writer;
 
 /// The kinds the scheduler reads: namespaces answer pod affinity's `namespaceSelector`, the
-/// storage kinds the volume filters and binder.
-pub const SCHEDULER_KINDS: [Kind; 10] = [
+/// storage kinds the volume filters and binder, HyperNodes the network-topology placement.
+pub const SCHEDULER_KINDS: [Kind; 11] = [
     Kind::Pod,
     Kind::Node,
     Kind::PodGroup,
@@ -43,6 +43,7 @@ pub const SCHEDULER_KINDS: [Kind; 10] = [
     Kind::PersistentVolumeClaim,
     Kind::StorageClass,
     Kind::CSINode,
+    Kind::HyperNode,
 ];
 
 /// Settings of the scheduler.

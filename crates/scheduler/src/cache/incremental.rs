@@ -29,7 +29,7 @@ use super::{
     node_resource_names, object_key, pod_group_resource_names, pod_resource_names, queue_info,
     queue_resource_names,
 };
-use crate::model::{ClusterObjects, JobId, NodeId, Snapshot, TaskId, TaskStatus};
+use crate::model::{ClusterObjects, JobId, NodeId, Snapshot, TaskId, TaskStatus, Topology};
 use crate::resource::Dims;
 
 /// How the cache has served snapshots.
@@ -48,6 +48,8 @@ pub struct SchedulerCache {
     stats: CacheStats,
     /// A namespace or storage object changed since the kept snapshot's `cluster` was read.
     cluster_stale: bool,
+    /// A HyperNode, or a node's labels, changed since the kept snapshot's domains were read.
+    topology_stale: bool,
 }
 
 /// A change the kept state cannot take in place: the next snapshot is built from all objects.
@@ -74,6 +76,7 @@ impl SchedulerCache {
             state: None,
             stats: CacheStats::default(),
             cluster_stale: false,
+            topology_stale: false,
         }
     }
 
@@ -86,6 +89,7 @@ impl SchedulerCache {
     pub fn invalidate(&mut self) {
         self.state = None;
         self.cluster_stale = false;
+        self.topology_stale = false;
     }
 
     /// The snapshot of a session over `objs`, which must be the objects of every change the
@@ -95,6 +99,9 @@ impl SchedulerCache {
             Some(state) => {
                 if std::mem::take(&mut self.cluster_stale) {
                     state.snap.cluster = Arc::new(ClusterObjects::of(objs));
+                }
+                if std::mem::take(&mut self.topology_stale) {
+                    state.snap.topology = Arc::new(Topology::of(objs, &state.snap.node_index));
                 }
                 self.stats.kept += 1;
                 Ok(state.snap.clone())
@@ -130,6 +137,13 @@ impl SchedulerCache {
 
     /// A node was created, changed or deleted.
     pub fn node_changed(&mut self, old: Option<&Node>, new: Option<&Node>) {
+        // HyperNodes may choose nodes by their labels.
+        if let (Some(state), Some(o), Some(n)) = (&self.state, old, new)
+            && state.snap.topology.has_hyper_nodes()
+            && o.metadata.labels != n.metadata.labels
+        {
+            self.topology_stale = true;
+        }
         self.take(|state, _| node_changed(state, old, new));
     }
 
@@ -150,6 +164,14 @@ impl SchedulerCache {
     pub fn cluster_object_changed(&mut self) {
         if self.state.is_some() {
             self.cluster_stale = true;
+        }
+    }
+
+    /// A HyperNode was created, changed or deleted: the next snapshot keeps its jobs, nodes and
+    /// queues and reads the network domains again.
+    pub fn hyper_node_changed(&mut self) {
+        if self.state.is_some() {
+            self.topology_stale = true;
         }
     }
 }

@@ -31,7 +31,7 @@ use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 use crate::model::gpu::{self, NodeGpus};
 use crate::model::{
     ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, PgPhase, QueueId, QueueInfo, QueueState,
-    Snapshot, TaskId, TaskStatus,
+    Snapshot, TaskId, TaskStatus, Topology,
 };
 use crate::resource::{CPU_DIM, Dims, MEMORY_DIM, PODS_DIM, Resource, UNBOUNDED};
 
@@ -366,6 +366,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
         }
     }
 
+    let topology = Arc::new(Topology::of(objs, &node_index));
     let mut snap = Snapshot {
         total_resource: nodes.iter().fold(dims.zero(), |mut acc: Resource, n| {
             acc.add(&n.allocatable);
@@ -381,6 +382,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
         node_rank: Arc::new(Vec::new()),
         node_table: None,
         cluster: Arc::new(ClusterObjects::of(objs)),
+        topology,
     };
     let mut by_name: Vec<usize> = (0..snap.nodes.len()).collect();
     by_name.sort_by(|&a, &b| snap.nodes[a].name.cmp(&snap.nodes[b].name));
@@ -481,6 +483,7 @@ fn job_info(
         allocated: dims.zero(),
         fit_errors: BTreeMap::new(),
         job_fit_error: None,
+        network_topology: pg.spec.network_topology.clone().map(Arc::new),
         key,
     }))
 }

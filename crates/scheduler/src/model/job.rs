@@ -1,9 +1,10 @@
 //! A job: a PodGroup and its tasks.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use volcano_api::NamespacedName;
-use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, phase};
+use volcano_api::scheduling::{NetworkTopologySpec, PodGroupCondition, PodGroupStatus, phase};
 
 use super::{QueueId, TaskId, TaskStatus};
 use crate::fit::FitErrors;
@@ -91,6 +92,8 @@ pub struct JobInfo {
     pub fit_errors: BTreeMap<TaskId, FitErrors>,
     /// Job-level reason set by actions (queue closed, not admitted, invalid gang...).
     pub job_fit_error: Option<(String, String)>,
+    /// How close in the network the gang's pods must be (`spec.networkTopology`).
+    pub network_topology: Option<Arc<NetworkTopologySpec>>,
 }
 
 impl JobInfo {

@@ -15,6 +15,7 @@ mod snapshot;
 mod snapshot_state;
 pub mod storage;
 mod task;
+pub mod topology;
 
 pub use cluster_objects::{ClusterObjects, NAMESPACE_NAME_LABEL};
 pub use job::{JobInfo, PgPhase};
@@ -23,6 +24,7 @@ pub use node_set::NodeSet;
 pub use queue::{QueueInfo, QueueState};
 pub use snapshot::{NodeRequest, Snapshot};
 pub use task::{TaskInfo, TaskStatus};
+pub use topology::{DomainId, Topology};
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::node_table::{self, NodeTable, RowRequest, ScoreInputs};
 use super::{
     ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo,
-    TaskStatus,
+    TaskStatus, Topology,
 };
 use crate::resource::{Dims, Resource};
 
@@ -41,6 +41,8 @@ pub struct Snapshot {
     pub(crate) node_table: Option<NodeTable>,
     /// Namespaces and storage objects, for the placement rules that read them.
     pub cluster: Arc<ClusterObjects>,
+    /// The network domains (HyperNodes) over the nodes.
+    pub topology: Arc<Topology>,
 }
 
 /// A task's request prepared for comparing with many nodes ([`Snapshot::node_request`]).

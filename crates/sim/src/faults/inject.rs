@@ -316,6 +316,7 @@ fn object_of(w: &WatchEvent) -> String {
         | WatchEvent::PersistentVolumeClaim(..)
         | WatchEvent::StorageClass(..)
         | WatchEvent::CSINode(..)
+        | WatchEvent::HyperNode(..)
         | WatchEvent::ReplicaSet(..)
         | WatchEvent::StatefulSet(..)
         | WatchEvent::Deployment(..)

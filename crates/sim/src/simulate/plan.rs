@@ -89,6 +89,7 @@ pub fn plan(
         cron_jobs,
         job_flows,
         job_templates,
+        hyper_nodes,
     } = objects;
     plan.initial.priority_classes = priority_classes;
     // Namespaces and storage exist from the start: nothing in a trace submits them later.
@@ -97,6 +98,8 @@ pub fn plan(
     plan.initial.persistent_volume_claims = persistent_volume_claims;
     plan.initial.storage_classes = storage_classes;
     plan.initial.csi_nodes = csi_nodes;
+    // The network topology is part of the cluster, as its nodes are.
+    plan.initial.hyper_nodes = hyper_nodes;
     // Workloads too: their pods are listed beside them and their annotations shape those
     // pods' PodGroups from the first look of the controllers.
     plan.initial.replica_sets = replica_sets;
