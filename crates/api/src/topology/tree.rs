@@ -67,8 +67,7 @@ pub enum TreeError {
     },
     /// A domain's nodes are split at a higher tier.
     #[error(
-        "HyperNode {hyper_node} (tier {tier}) is not inside one HyperNode of tier {higher_tier}: node {node} is in {}, node {other_node} is in {}",
-        in_or_none(.node_in), in_or_none(.other_in)
+        "HyperNode {hyper_node} (tier {tier}) is not inside one HyperNode of tier {higher_tier}: {split}"
     )]
     NotSubset {
         /// The lower-tier domain.
@@ -77,14 +76,8 @@ pub enum TreeError {
         tier: i64,
         /// The higher tier it straddles.
         higher_tier: i64,
-        /// One of its nodes.
-        node: String,
-        /// Where that node is at the higher tier.
-        node_in: Option<String>,
-        /// Another of its nodes.
-        other_node: String,
-        /// Where that one is.
-        other_in: Option<String>,
+        /// Two of its nodes and where each is at the higher tier.
+        split: String,
     },
 }
 
@@ -357,14 +350,16 @@ fn check_laminar(
                 .find(|n| at_tier.get(&(**n, higher)).copied() != first_in)
             {
                 let other_in = at_tier.get(&(other, higher)).copied();
+                let name_of = |d: Option<usize>| d.map(|d| names[d].to_string());
                 return Err(TreeError::NotSubset {
                     hyper_node: names[i].to_string(),
                     tier,
                     higher_tier: higher,
-                    node: first.to_string(),
-                    node_in: first_in.map(|d| names[d].to_string()),
-                    other_node: other.to_string(),
-                    other_in: other_in.map(|d| names[d].to_string()),
+                    split: format!(
+                        "node {first} is in {}, node {other} is in {}",
+                        in_or_none(&name_of(first_in)),
+                        in_or_none(&name_of(other_in))
+                    ),
                 });
             }
         }

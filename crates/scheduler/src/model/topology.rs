@@ -176,13 +176,9 @@ impl Topology {
             return None;
         }
         let first = *dom.nodes.first()?;
-        self.node_domains[first.idx()]
-            .iter()
-            .copied()
-            .filter(|&a| {
-                let ad = self.domain(a);
-                ad.tier <= tier && ad.tier >= dom.tier
-            })
-            .next_back()
+        self.node_domains[first.idx()].iter().copied().rfind(|&a| {
+            let ad = self.domain(a);
+            ad.tier <= tier && ad.tier >= dom.tier
+        })
     }
 }
