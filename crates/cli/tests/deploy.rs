@@ -219,7 +219,8 @@ fn crds_print_as_json_too() {
             "Command",
             "CronJob",
             "JobFlow",
-            "JobTemplate"
+            "JobTemplate",
+            "HyperNode"
         ]
     );
 }

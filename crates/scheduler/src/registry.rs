@@ -29,6 +29,7 @@ pub fn build_plugin(opt: &PluginOption, s: &Snapshot) -> Box<dyn Plugin> {
         PluginKind::Overcommit => Box::new(plugins::Overcommit::new(args, s)),
         PluginKind::DeviceShare => Box::new(plugins::DeviceShare::new(args)),
         PluginKind::Fgd => Box::new(plugins::Fgd::new(args, s)),
+        PluginKind::NetworkTopologyAware => Box::new(plugins::NetworkTopologyAware::new(args, s)),
     }
 }
 

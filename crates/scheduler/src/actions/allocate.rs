@@ -5,64 +5,20 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::job_queues::JobQueues;
-use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, Scratch, select_best_node};
-use crate::fit::FitErrors;
-use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, PgPhase, TaskId, TaskStatus};
+use super::placer::Placer;
+use super::topology;
+use crate::framework::{PriorityQueue, Session};
+use crate::model::{DomainLedger, JobId, NodeId, PgPhase, TaskId, TaskStatus};
 
 /// Reason recorded for a job whose queue took nothing more this session.
 pub const QUEUE_OVERUSED: &str = "QueueOverused";
 
-/// Whether allocation should go on with the job's other tasks after a failure (Volcano's
-/// `NeedContinueAllocating`): not when every task is needed, nor when a failed role can no
-/// longer reach its minimum.
-fn need_continue(ssn: &Session, j: JobId, failed_roles: &BTreeSet<String>) -> bool {
-    let s = &ssn.snap;
-    let job = s.job(j);
-    if job.min_available as usize == job.tasks.len() {
-        return false;
-    }
-    let sum_min: i64 = job.min_task_member.values().map(|v| i64::from(*v)).sum();
-    let role_of = |t: TaskId| s.task(t).role.clone().unwrap_or_default();
-    if i64::from(job.min_available) < sum_min {
-        let pending_ok = job
-            .tasks
-            .iter()
-            .filter(|&&t| {
-                s.task(t).status == TaskStatus::Pending && !failed_roles.contains(&role_of(t))
-            })
-            .count() as i64;
-        return i64::from(job.ready_task_num()) + pending_ok >= i64::from(job.min_available);
-    }
-    for role in failed_roles {
-        if let Some(min) = job.min_task_member.get(role) {
-            // Volcano's getJobAllocatedRoles: allocated, succeeded, and pending BestEffort tasks.
-            let allocated = job
-                .tasks
-                .iter()
-                .filter(|&&t| {
-                    let task = s.task(t);
-                    let occupied = task.status.is_allocated()
-                        || task.status == TaskStatus::Succeeded
-                        || (task.status == TaskStatus::Pending && task.best_effort);
-                    occupied && role_of(t) == *role
-                })
-                .count() as i64;
-            if allocated < i64::from(*min) {
-                return false;
-            }
-        }
-    }
-    true
-}
-
 /// Runs allocate.
 pub fn execute(ssn: &mut Session) {
     let enqueue_enabled = ssn.conf.has_action("enqueue");
-    let args = ssn.conf.action_arguments("allocate");
-    let mut cache = PredicateCache::new(args.bool_or("predicateErrorCacheEnable", true));
-    let mut finder = NodeFinder::new();
-    let mut scratch = Scratch::default();
+    let mut placer = Placer::new(ssn);
+    // Summed only once a job with a network topology needs it.
+    let mut ledger: Option<DomainLedger> = None;
 
     let mut order = JobQueues::new();
     let mut tasks: HashMap<JobId, PriorityQueue<TaskId>> = HashMap::new();
@@ -115,74 +71,30 @@ pub fn execute(ssn: &mut Session) {
         let Some(mut job_tasks) = tasks.remove(&j) else {
             continue;
         };
-        let mut stmt = Statement::new();
         // Roles that failed predicates stay failed for the whole action, as Volcano derives
         // them from the job's recorded fit errors.
         let mut failed_roles = failed_roles_by_job.remove(&j).unwrap_or_default();
-        while let Some(t) = job_tasks.pop(&mut |a, b| ssn.task_order_less(a, b)) {
-            let nodes_total = ssn.snap.nodes.len();
-            if let Err(reason) = ssn.allocatable(q, t) {
-                ssn.snap
-                    .job_mut(j)
-                    .fit_errors
-                    .insert(t, FitErrors::task_error(nodes_total, reason));
-                continue;
+        let stmt = match topology::constraint(ssn, j) {
+            None => placer.place(ssn, q, j, &mut job_tasks, &mut failed_roles, None),
+            Some(c) => {
+                let ledger = ledger.get_or_insert_with(|| DomainLedger::new(&ssn.snap));
+                topology::place(
+                    ssn,
+                    &mut placer,
+                    ledger,
+                    q,
+                    j,
+                    c,
+                    &mut job_tasks,
+                    &mut failed_roles,
+                )
             }
-            let role = ssn.snap.task(t).role.clone();
-            if let Some(r) = role.as_ref().filter(|r| failed_roles.contains(*r)) {
-                // Same role, same template: the earlier failure stands for this task too.
-                let copy = ssn
-                    .snap
-                    .job(j)
-                    .fit_errors
-                    .iter()
-                    .find(|(other, _)| ssn.snap.task(**other).role.as_ref() == Some(r))
-                    .map(|(_, fe)| fe.clone());
-                if let Some(fe) = copy {
-                    ssn.snap.job_mut(j).fit_errors.insert(t, fe);
-                }
-                continue;
-            }
-            if let Err(e) = ssn.pre_predicate(t) {
-                ssn.snap
-                    .job_mut(j)
-                    .fit_errors
-                    .insert(t, FitErrors::task_error(nodes_total, e.reason));
-                failed_roles.insert(role.clone().unwrap_or_default());
-                if need_continue(ssn, j, &failed_roles) {
-                    continue;
-                }
-                break;
-            }
-            let mut fe = FitErrors::new(nodes_total);
-            let nominated = nominated_node(ssn, t).map(|n| [n]);
-            let candidates = match &nominated {
-                Some(n) => n,
-                None => finder.feasible(ssn, t, ResourceCheck::FutureIdle, &mut cache, &mut fe),
-            };
-            let Some(node) = select_best_node(ssn, t, candidates, &mut scratch) else {
-                ssn.snap.job_mut(j).fit_errors.insert(t, fe);
-                failed_roles.insert(role.unwrap_or_default());
-                if need_continue(ssn, j, &failed_roles) {
-                    continue;
-                }
-                break;
-            };
-            let task = ssn.snap.task(t);
-            let n = ssn.snap.node(node);
-            if task.resreq.fits_in(&n.idle) {
-                ssn.stmt_allocate(&mut stmt, t, node);
-            } else {
-                ssn.stmt_pipeline(&mut stmt, t, node);
-            }
-            // Read first: a write would copy the job out of the shared snapshot.
-            if ssn.snap.job(j).fit_errors.contains_key(&t) {
-                ssn.snap.job_mut(j).fit_errors.remove(&t);
-            }
-            if ssn.job_ready(j) {
-                break;
-            }
-        }
+        };
+        // Read before the statement is consumed; the domains see the outcome after it.
+        let touched: Vec<NodeId> = match ledger {
+            Some(_) => stmt.placed().map(|(_, n)| n).collect(),
+            None => Vec::new(),
+        };
         failed_roles_by_job.insert(j, failed_roles);
         if ssn.job_ready(j) {
             ssn.commit(stmt);
@@ -196,18 +108,11 @@ pub fn execute(ssn: &mut Session) {
         } else {
             ssn.discard(stmt);
         }
+        if let Some(ledger) = ledger.as_mut() {
+            for n in touched {
+                ledger.refresh(&ssn.snap, n);
+            }
+        }
         order.push_queue(ssn, q);
     }
-}
-
-/// The pod's nominated node, when it still takes the task.
-fn nominated_node(ssn: &Session, t: TaskId) -> Option<crate::model::NodeId> {
-    let s = &ssn.snap;
-    let name = s.task(t).nominated_node.as_ref()?;
-    let n = *s.node_index.get(name)?;
-    let node = s.node(n);
-    (!node.out_of_sync
-        && s.task(t).resreq.fits_in(&node.future_idle)
-        && ssn.predicate(t, n).is_ok())
-    .then_some(n)
 }

@@ -12,8 +12,9 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
+use super::topology;
 use crate::framework::{EvictionUnit, PriorityQueue, Session, Statement};
-use crate::model::{JobId, NodeId, TaskId, TaskStatus};
+use crate::model::{DomainId, JobId, NodeId, TaskId, TaskStatus};
 
 /// Which action is evicting: decides the reason text and the ping-pong check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,11 +396,18 @@ pub fn guard(ssn: &Session, mode: Mode, preemptor: TaskId, victims: Vec<TaskId>)
 }
 
 /// The nodes `t` may preempt on: every node whose predicates either pass or fail for a reason
-/// evicting pods could resolve, minus nodes out of sync.
-pub fn candidate_nodes(ssn: &Session, t: TaskId) -> Vec<NodeId> {
+/// evicting pods could resolve, minus nodes out of sync, and, for a gang with a hard network
+/// topology, minus nodes outside the domain it must stay in (`within`: the attempt's domain).
+pub fn candidate_nodes(ssn: &Session, t: TaskId, within: Option<DomainId>) -> Vec<NodeId> {
+    let scope = topology::eviction_scope(ssn, t, within);
     ssn.snap
         .node_ids()
         .filter(|&n| !ssn.snap.node(n).out_of_sync)
+        .filter(|&n| {
+            scope
+                .as_ref()
+                .is_none_or(|s| s.allows(&ssn.snap.topology, n))
+        })
         .filter(|&n| match ssn.predicate(t, n) {
             Ok(()) => true,
             Err(e) => !e.unresolvable,

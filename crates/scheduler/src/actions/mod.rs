@@ -6,8 +6,10 @@ mod enqueue;
 mod evict;
 mod job_queues;
 mod nodes;
+mod placer;
 mod preempt;
 mod reclaim;
+mod topology;
 
 pub use crate::framework::conditions::NOT_ENQUEUED;
 

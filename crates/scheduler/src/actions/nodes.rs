@@ -45,6 +45,15 @@ impl PredicateCache {
     }
 }
 
+impl PredicateCache {
+    /// Drops what job `j`'s roles failed on.
+    pub fn forget_job(&mut self, j: JobId) {
+        if self.enabled {
+            self.failed.retain(|(job, _), _| *job != j);
+        }
+    }
+}
+
 /// What to check besides the plugins' predicates.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum ResourceCheck {
@@ -87,13 +96,28 @@ impl NodeFinder {
         cache: &mut PredicateCache,
         fe: &mut FitErrors,
     ) -> &[NodeId] {
-        let n = ssn.snap.nodes.len();
+        self.feasible_in(ssn, t, check, cache, fe, None)
+    }
+
+    /// [`NodeFinder::feasible`] among `domain`'s nodes only (a network domain a gang must stay
+    /// in), or among all nodes when `None`.
+    pub fn feasible_in(
+        &mut self,
+        ssn: &Session,
+        t: TaskId,
+        check: ResourceCheck,
+        cache: &mut PredicateCache,
+        fe: &mut FitErrors,
+        domain: Option<&[NodeId]>,
+    ) -> &[NodeId] {
+        let n = domain.map_or(ssn.snap.nodes.len(), <[NodeId]>::len);
         let narrowed = ssn.narrow_nodes(t, &mut self.open);
         let scan = Scan {
             ssn,
             t,
             check,
             start: self.next,
+            domain,
         };
         let mut processed = scan.run(narrowed.then_some(&self.open), cache, fe, &mut self.found);
         if narrowed && self.found.is_empty() {
@@ -114,6 +138,8 @@ struct Scan<'a> {
     t: TaskId,
     check: ResourceCheck,
     start: usize,
+    /// The nodes to walk (all of them when `None`).
+    domain: Option<&'a [NodeId]>,
 }
 
 impl Scan<'_> {
@@ -128,7 +154,7 @@ impl Scan<'_> {
     ) -> usize {
         let (ssn, t, check) = (self.ssn, self.t, self.check);
         let s = &ssn.snap;
-        let n = s.nodes.len();
+        let n = self.domain.map_or(s.nodes.len(), <[NodeId]>::len);
         let want = num_feasible_nodes_to_find(n, ssn.percentage_nodes_to_find);
         let task = s.task(t);
         let req = s.node_request(&task.resreq);
@@ -143,7 +169,8 @@ impl Scan<'_> {
         found.clear();
         let mut processed = 0;
         while processed < n && found.len() < want {
-            let nid = NodeId(((self.start + processed) % n) as u32);
+            let at = (self.start + processed) % n;
+            let nid = self.domain.map_or(NodeId(at as u32), |d| d[at]);
             processed += 1;
             if open.is_some_and(|o| !o.contains(nid)) {
                 debug_assert!(

@@ -9,8 +9,9 @@ use super::evict::{
     Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
     victims_could_suffice,
 };
+use super::topology;
 use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{DomainId, JobId, NodeId, QueueId, TaskId, TaskStatus};
 
 /// Which running tasks a preemptor may consider.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,20 +50,22 @@ pub fn execute(ssn: &mut Session) {
             .get_mut(&q)
             .and_then(|pq| pq.pop(&mut |a, b| ssn.job_order_less(a, b)))
         {
-            let mut stmt = Statement::new();
-            while ssn.job_starving(j) {
-                let Some(p) = tasks
-                    .get_mut(&j)
-                    .and_then(|pq| pq.pop(&mut |a, b| ssn.task_order_less(a, b)))
-                else {
+            // A gang that must stay inside one network domain tries them one by one.
+            for within in topology::eviction_domains(ssn, j) {
+                let mut job_tasks = tasks.get(&j).cloned().unwrap_or_default();
+                let mut stmt = Statement::new();
+                while ssn.job_starving(j) {
+                    let Some(p) = job_tasks.pop(&mut |a, b| ssn.task_order_less(a, b)) else {
+                        break;
+                    };
+                    preempt(ssn, &mut stmt, p, Scope::OtherJobsInQueue, within);
+                }
+                if ssn.job_pipelined(j) {
+                    spare_unneeded(ssn, Mode::Preempt, &mut stmt);
+                    ssn.commit(stmt);
+                    tasks.insert(j, job_tasks);
                     break;
-                };
-                preempt(ssn, &mut stmt, p, Scope::OtherJobsInQueue);
-            }
-            if ssn.job_pipelined(j) {
-                spare_unneeded(ssn, Mode::Preempt, &mut stmt);
-                ssn.commit(stmt);
-            } else {
+                }
                 ssn.discard(stmt);
             }
         }
@@ -73,7 +76,7 @@ pub fn execute(ssn: &mut Session) {
                 let mut stmt = Statement::new();
                 // Volcano commits whenever the task was placed; a swap inside a gang that is
                 // still short of its minimum would then evict for nothing.
-                if !preempt(ssn, &mut stmt, p, Scope::OwnJob) || !ssn.job_pipelined(j) {
+                if !preempt(ssn, &mut stmt, p, Scope::OwnJob, None) || !ssn.job_pipelined(j) {
                     ssn.discard(stmt);
                     break;
                 }
@@ -139,14 +142,20 @@ fn candidate(ssn: &Session, p: TaskId, v: TaskId, scope: Scope) -> bool {
 
 /// Tries every candidate node, best score first, for a place for `p` made by evictions;
 /// merges the first success into `stmt`.
-fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> bool {
+fn preempt(
+    ssn: &mut Session,
+    stmt: &mut Statement,
+    p: TaskId,
+    scope: Scope,
+    within: Option<DomainId>,
+) -> bool {
     if !eligible(ssn, p) || ssn.pre_predicate(p).is_err() {
         return false;
     }
     if ssn.snap.task(p).job.is_none() {
         return false;
     }
-    for n in nodes_by_score(ssn, p) {
+    for n in nodes_by_score(ssn, p, within) {
         let candidates: Vec<TaskId> = ssn
             .snap
             .node(n)
@@ -171,8 +180,8 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: TaskId, scope: Scope) -> 
 }
 
 /// Candidate nodes by descending score; equal scores by node name.
-fn nodes_by_score(ssn: &Session, p: TaskId) -> Vec<NodeId> {
-    let mut nodes = candidate_nodes(ssn, p);
+fn nodes_by_score(ssn: &Session, p: TaskId, within: Option<DomainId>) -> Vec<NodeId> {
+    let mut nodes = candidate_nodes(ssn, p, within);
     let mut scores = Vec::new();
     if ssn.has_node_order() {
         ssn.score_nodes(p, &nodes, &mut scores);

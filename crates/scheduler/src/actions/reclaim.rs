@@ -8,8 +8,9 @@ use super::evict::{
     Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
     victims_could_suffice,
 };
+use super::topology;
 use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, QueueId, TaskId, TaskStatus};
+use crate::model::{DomainId, JobId, QueueId, TaskId, TaskStatus};
 
 /// Runs reclaim.
 pub fn execute(ssn: &mut Session) {
@@ -52,26 +53,28 @@ pub fn execute(ssn: &mut Session) {
             .get_mut(&q)
             .and_then(|pq| pq.pop(&mut |a, b| ssn.job_order_less(a, b)))
         {
-            let mut stmt = Statement::new();
-            while ssn.job_starving(j) {
-                let Some(t) = tasks
-                    .get_mut(&j)
-                    .and_then(|pq| pq.pop(&mut |a, b| ssn.task_order_less(a, b)))
-                else {
-                    break;
-                };
-                if ssn.snap.task(t).preemption_never
-                    || !ssn.preemptive(q, t)
-                    || ssn.pre_predicate(t).is_err()
-                {
-                    continue;
+            // A gang that must stay inside one network domain tries them one by one.
+            for within in topology::eviction_domains(ssn, j) {
+                let mut job_tasks = tasks.get(&j).cloned().unwrap_or_default();
+                let mut stmt = Statement::new();
+                while ssn.job_starving(j) {
+                    let Some(t) = job_tasks.pop(&mut |a, b| ssn.task_order_less(a, b)) else {
+                        break;
+                    };
+                    if ssn.snap.task(t).preemption_never
+                        || !ssn.preemptive(q, t)
+                        || ssn.pre_predicate(t).is_err()
+                    {
+                        continue;
+                    }
+                    reclaim_for_task(ssn, &mut stmt, t, q, within);
                 }
-                reclaim_for_task(ssn, &mut stmt, t, q);
-            }
-            if ssn.job_pipelined(j) {
-                spare_unneeded(ssn, Mode::Reclaim, &mut stmt);
-                ssn.commit(stmt);
-            } else {
+                if ssn.job_pipelined(j) {
+                    spare_unneeded(ssn, Mode::Reclaim, &mut stmt);
+                    ssn.commit(stmt);
+                    tasks.insert(j, job_tasks);
+                    break;
+                }
                 ssn.discard(stmt);
             }
         }
@@ -94,8 +97,14 @@ fn reclaimee(ssn: &Session, q: QueueId, v: TaskId) -> bool {
 /// first success into `stmt`. Volcano stops reclaiming once the request fits the node's future
 /// idle; volcano-rs also wants every predicate to pass, so nothing is evicted for a task that
 /// still cannot go there.
-fn reclaim_for_task(ssn: &mut Session, stmt: &mut Statement, t: TaskId, q: QueueId) {
-    let mut nodes = candidate_nodes(ssn, t);
+fn reclaim_for_task(
+    ssn: &mut Session,
+    stmt: &mut Statement,
+    t: TaskId,
+    q: QueueId,
+    within: Option<DomainId>,
+) {
+    let mut nodes = candidate_nodes(ssn, t, within);
     nodes.sort_by(|a, b| ssn.snap.node(*a).name.cmp(&ssn.snap.node(*b).name));
     for n in nodes {
         let reclaimees: Vec<TaskId> = ssn

@@ -100,5 +100,7 @@ kinds! {
         DeviceShare = "deviceshare",
         /// `fgd`: fragmentation-aware GPU packing.
         Fgd = "fgd",
+        /// `network-topology-aware`: scores network domains (HyperNodes) for gangs.
+        NetworkTopologyAware = "network-topology-aware",
     }
 }

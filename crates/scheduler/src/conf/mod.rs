@@ -48,6 +48,7 @@ pub const SUPPORTED_PLUGINS: &[&str] = &[
     "capacity",
     "deviceshare",
     "fgd",
+    "network-topology-aware",
 ];
 /// Plugins Volcano knows that volcano-rs skips for now.
 pub const PENDING_PLUGINS: &[&str] = &[
@@ -61,7 +62,6 @@ pub const PENDING_PLUGINS: &[&str] = &[
     "usage",
     "pdb",
     "nodegroup",
-    "network-topology-aware",
     "extender",
     "resourcequota",
 ];
@@ -190,6 +190,10 @@ pub struct PluginFlags {
     pub overused: bool,
     /// enabledAllocatable.
     pub allocatable: bool,
+    /// enabledHyperNodeOrder.
+    pub hyper_node_order: bool,
+    /// enabledHyperNodeGradient.
+    pub hyper_node_gradient: bool,
 }
 
 /// One plugin of a tier.
@@ -280,7 +284,7 @@ struct RawPlugin {
     #[serde(rename = "enabledAllocatable")]
     enabled_allocatable: Option<bool>,
     #[serde(rename = "enabledHyperNodeOrder")]
-    _enabled_hyper_node_order: Option<bool>,
+    enabled_hyper_node_order: Option<bool>,
     #[serde(rename = "enabledSubJobReady")]
     _enabled_sub_job_ready: Option<bool>,
     #[serde(rename = "enabledSubJobPipelined")]
@@ -288,7 +292,7 @@ struct RawPlugin {
     #[serde(rename = "enabledSubJobOrder")]
     _enabled_sub_job_order: Option<bool>,
     #[serde(rename = "enabledHyperNodeGradient")]
-    _enabled_hyper_node_gradient: Option<bool>,
+    enabled_hyper_node_gradient: Option<bool>,
 }
 
 impl RawPlugin {
@@ -315,6 +319,8 @@ impl RawPlugin {
             job_starving: on(self.enable_job_starving),
             overused: on(self.enabled_overused),
             allocatable: on(self.enabled_allocatable),
+            hyper_node_order: on(self.enabled_hyper_node_order),
+            hyper_node_gradient: on(self.enabled_hyper_node_gradient),
         }
     }
 }

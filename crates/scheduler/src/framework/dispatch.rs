@@ -7,7 +7,8 @@ use super::plugin::{EvictionUnit, Plugin, PluginSlot, Verdict, Vote};
 use super::session::Session;
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
-use crate::model::{JobId, NodeId, NodeSet, QueueId, TaskId};
+use crate::model::{DomainId, DomainTotals, JobId, NodeId, NodeSet, QueueId, TaskId};
+use crate::resource::Resource;
 
 impl Session {
     fn enabled(&self, gate: fn(&PluginFlags) -> bool) -> impl Iterator<Item = &PluginSlot> {
@@ -105,6 +106,34 @@ impl Session {
             }
             slot.plugin.batch_node_order(&self.snap, t, nodes, scores);
         }
+    }
+
+    /// Σ of the enabled hypernode scores of domain `d` for job `j`, whose tasks ask `request`.
+    pub fn score_hyper_node(
+        &self,
+        j: JobId,
+        request: &Resource,
+        d: DomainId,
+        totals: &DomainTotals,
+    ) -> f64 {
+        self.enabled(|f| f.hyper_node_order)
+            .filter_map(|slot| {
+                slot.plugin
+                    .hyper_node_order(&self.snap, j, request, d, totals)
+            })
+            .sum()
+    }
+
+    /// Whether a gang with a hard network topology is held to the domains its tier allows.
+    /// Volcano asks the network-topology-aware plugin, and without it places such a gang
+    /// anywhere; volcano-rs holds the limit unless the plugin is configured with
+    /// `enabledHyperNodeGradient: false`, so a hard limit a user wrote is never silently ignored.
+    pub fn hyper_node_gradient(&self) -> bool {
+        !self
+            .tiers
+            .iter()
+            .flatten()
+            .any(|s| s.plugin.hyper_node_gradient() && !s.flags.hyper_node_gradient)
     }
 
     /// Whether any enabled plugin scores nodes.

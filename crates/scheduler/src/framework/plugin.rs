@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use crate::conf::PluginFlags;
 use crate::fit::FitReason;
-use crate::model::{JobId, NodeId, NodeSet, QueueId, Snapshot, TaskId};
+use crate::model::{DomainId, DomainTotals, JobId, NodeId, NodeSet, QueueId, Snapshot, TaskId};
 use crate::resource::Resource;
 
 /// A plugin's vote on a job.
@@ -110,6 +110,24 @@ pub trait Plugin: Send {
     fn batch_node_order(&self, s: &Snapshot, t: TaskId, nodes: &[NodeId], scores: &mut [f64]) {}
     /// Whether the plugin scores nodes at all (lets allocate skip scoring when none does).
     fn scores_nodes(&self) -> bool {
+        false
+    }
+    /// Score of network domain `d` (with its current `totals`) for job `j`'s gang, whose
+    /// tasks ask `request` in all; scores of all plugins with `enabledHyperNodeOrder` are
+    /// summed, and the gang goes to the best domain of the lowest tier where it fits.
+    fn hyper_node_order(
+        &self,
+        s: &Snapshot,
+        j: JobId,
+        request: &Resource,
+        d: DomainId,
+        totals: &DomainTotals,
+    ) -> Option<f64> {
+        None
+    }
+    /// Whether the plugin narrows a gang with a hard network topology to the domains its tier
+    /// allows (Volcano's hypernode gradient); switched off by `enabledHyperNodeGradient: false`.
+    fn hyper_node_gradient(&self) -> bool {
         false
     }
     /// Whether the job has enough to be dispatched.

@@ -92,6 +92,14 @@ impl Statement {
         })
     }
 
+    /// The tasks the statement places (allocates or pipelines), with their nodes.
+    pub fn placed(&self) -> impl Iterator<Item = (TaskId, NodeId)> + '_ {
+        self.ops.iter().filter_map(|op| match op {
+            Op::Allocate { task, node } | Op::Pipeline { task, node, .. } => Some((*task, *node)),
+            _ => None,
+        })
+    }
+
     /// The tasks the statement evicts, in order.
     pub fn evicted(&self) -> impl Iterator<Item = TaskId> + '_ {
         self.ops.iter().filter_map(|op| match op {

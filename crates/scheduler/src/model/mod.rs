@@ -5,6 +5,7 @@
 //! every derived counter (job status counts, node idle/used/releasing/pipelined) consistent.
 
 mod cluster_objects;
+mod domain_ledger;
 pub mod gpu;
 mod job;
 mod node;
@@ -18,6 +19,7 @@ mod task;
 pub mod topology;
 
 pub use cluster_objects::{ClusterObjects, NAMESPACE_NAME_LABEL};
+pub use domain_ledger::{DomainLedger, DomainTotals};
 pub use job::{JobInfo, PgPhase};
 pub use node::NodeInfo;
 pub use node_set::NodeSet;
