@@ -293,3 +293,47 @@ fn a_hard_gang_waits_for_one_leaf_and_a_soft_one_does_not() {
     let nodes: BTreeSet<&str> = d.binds.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(nodes, BTreeSet::from(["n00", "n01"]));
 }
+
+/// HyperNodes that do not form a tree (here a node in two leaves) hold every gang with a
+/// network topology, saying why, and leave the others alone.
+#[test]
+fn a_broken_tree_holds_topology_gangs_only() {
+    let base = GenCluster {
+        leaf: 2,
+        spine: 1,
+        spines: 1,
+        busy: vec![0],
+        gangs: vec![
+            GenGang {
+                size: 1,
+                min: 1,
+                cpu_milli: 1000,
+                hard: true,
+                tier: Some(1),
+                high: false,
+                second_queue: false,
+            },
+            GenGang {
+                size: 1,
+                min: 1,
+                cpu_milli: 1000,
+                hard: false,
+                tier: None,
+                high: false,
+                second_queue: false,
+            },
+        ],
+    };
+    let mut objs = base.objects();
+    objs.hyper_nodes
+        .push(hyper_node("leaf-x", 1, vec![member(MEMBER_NODE, "n00")]));
+    let d = run_session_n(&objs, &conf_default(), 1);
+    let bound: Vec<String> = d.binds.iter().map(|(p, _)| p.name.clone()).collect();
+    assert_eq!(bound, ["g1-0"]);
+    let why = &d.unschedulable[&volcano_api::NamespacedName::new("team", "g0")].message;
+    assert!(
+        why.contains("the HyperNodes are not usable")
+            && why.contains("node n00 is in two HyperNodes of tier 1"),
+        "{why}"
+    );
+}
