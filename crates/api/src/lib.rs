@@ -13,6 +13,7 @@ pub mod cron_schedule;
 pub mod cronjob;
 pub mod custom_resource;
 pub mod event;
+pub mod field_error;
 pub mod flow;
 pub mod go_duration;
 pub mod keys;

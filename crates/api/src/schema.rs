@@ -32,12 +32,10 @@ pub(crate) fn network_topology_mode(_: &mut SchemaGenerator) -> Schema {
     string_enum(&["hard", "soft"])
 }
 
-/// The type of a HyperNode's member.
+/// The type of a HyperNode's member (the HyperNode module's member constants, written out
+/// here: this module sits below every type module).
 pub(crate) fn hyper_node_member_type(_: &mut SchemaGenerator) -> Schema {
-    string_enum(&[
-        crate::topology::MEMBER_NODE,
-        crate::topology::MEMBER_HYPER_NODE,
-    ])
+    string_enum(&["Node", "HyperNode"])
 }
 
 /// The order a queue's jobs are considered in.

@@ -2,7 +2,10 @@
 //! data hall) over nodes or over smaller HyperNodes, and the tree the HyperNodes of a cluster
 //! form ([`tree`]).
 
+mod check;
 pub mod tree;
+
+pub use check::check_hyper_node;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use thiserror::Error;
 
-use super::{HyperNode, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector};
+use super::{HyperNode, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector, check_hyper_node};
+use crate::field_error::FieldError;
 use crate::label_selector::selector_matches;
-use crate::spec_checks::{FieldError, check_hyper_node};
 
 /// Why the HyperNodes do not form a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

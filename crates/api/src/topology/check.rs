@@ -1,11 +1,11 @@
 //! The checks a HyperNode gets on its own: at least one member, a known member type, exactly
 //! one way of choosing members, labels only for nodes, and a pattern that compiles.
 
-use super::FieldError;
-use crate::topology::{HyperNode, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector};
+use super::{HyperNode, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector};
+use crate::field_error::FieldError;
 
 /// Checks the members of a HyperNode (the tree the HyperNodes form together is checked by
-/// [`crate::topology::tree::HyperNodeTree::build`]).
+/// [`super::tree::HyperNodeTree::build`]).
 pub fn check_hyper_node(hn: &HyperNode) -> Result<(), FieldError> {
     if hn.spec.tier < 0 {
         return Err(FieldError::new(
