@@ -26,6 +26,9 @@ pub struct SimMetrics {
     /// The faults injected and the invariants they broke, when the run injected any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultReport>,
+    /// With HyperNodes: where gangs landed, waits for a domain, and each domain's occupancy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::topology::TopologyReport>,
     /// The seed of the run (`--seed`: the workload generator's), so it can be repeated.
     pub seed: u64,
     /// The scheduler configuration the run used, as text (Volcano's default when none was
@@ -122,6 +125,28 @@ pub struct JobRecord {
     /// Why it failed, when it failed (or was aborted or terminated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureRecord>,
+    /// Its gang's `minMember` (for the network-topology figures, not written out).
+    #[serde(skip)]
+    pub min_member: u32,
+    /// The nodes its pods ran on (for the network-topology figures, not written out).
+    #[serde(skip)]
+    pub nodes: Vec<String>,
+    /// The network topology it asked for, and how long it waited for a network domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_topology: Option<NetworkTopologyRecord>,
+}
+
+/// A job's network topology and its wait for a domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkTopologyRecord {
+    /// `hard` or `soft`.
+    pub mode: String,
+    /// `highestTierAllowed` (or the tier `highestTierName` names), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highest_tier_allowed: Option<i64>,
+    /// Virtual seconds its PodGroup waited under the job-level reason `NetworkTopology`.
+    pub network_topology_wait_s: f64,
 }
 
 /// Time a job spent waiting under one why-pending message.

@@ -21,7 +21,14 @@ pub struct WaitAccount {
     /// Each reason (figures aside), in the order first seen, with its last message and its
     /// time so far.
     totals: Vec<(String, String, Duration)>,
+    /// Since when the job-level reason has been `NetworkTopology` (waiting for a domain).
+    topology_open: Option<Instant>,
+    /// Time under the job-level reason `NetworkTopology` so far.
+    topology_total: Duration,
 }
+
+/// The job-level reason of a gang that waits for a network domain with room for it.
+pub const NETWORK_TOPOLOGY_REASON: &str = "NetworkTopology";
 
 impl WaitAccount {
     /// The PodGroup carries `message` from `now` (`None`: nothing, it is not waiting).
@@ -37,6 +44,28 @@ impl WaitAccount {
                 None => self.totals.push((key, message.to_string(), Duration::ZERO)),
             }
         }
+    }
+
+    /// The PodGroup's job-level reason from `now` (`None`: it is not waiting); only
+    /// `NetworkTopology` is timed here.
+    pub fn observe_reason(&mut self, reason: Option<&str>, now: Instant) {
+        let for_domain = reason == Some(NETWORK_TOPOLOGY_REASON);
+        match (self.topology_open, for_domain) {
+            (None, true) => self.topology_open = Some(now),
+            (Some(since), false) => {
+                self.topology_total += now.0.saturating_sub(since.0);
+                self.topology_open = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Time spent under the job-level reason `NetworkTopology`, counted up to `end`.
+    pub fn network_topology_wait(&self, end: Instant) -> Duration {
+        let open = self
+            .topology_open
+            .map_or(Duration::ZERO, |since| end.0.saturating_sub(since.0));
+        self.topology_total + open
     }
 
     /// Whatever reason was in force stops counting at `now`.
