@@ -221,6 +221,20 @@ mod tests {
     }
 
     #[test]
+    fn only_the_network_topology_reason_counts_as_waiting_for_a_domain() {
+        let mut w = WaitAccount::default();
+        w.observe_reason(Some("Unschedulable"), at(0));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(10));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(20)); // still the same stretch
+        w.observe_reason(Some("Unschedulable"), at(40));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(50));
+        // Still waiting for a domain when the run ends at 65.
+        assert_eq!(w.network_topology_wait(at(65)), Duration::from_secs(45));
+        w.observe_reason(None, at(60));
+        assert_eq!(w.network_topology_wait(at(100)), Duration::from_secs(40));
+    }
+
+    #[test]
     fn a_reason_that_comes_back_adds_both_stretches() {
         let mut w = WaitAccount::default();
         w.observe(Some("A"), at(10));
