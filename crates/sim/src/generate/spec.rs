@@ -520,12 +520,14 @@ fn join_topology_items(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut in_topology = false;
     for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        if in_topology && !item.contains('=') && item.contains(':') {
-            if let Some(last) = out.last_mut() {
-                last.push(';');
-                last.push_str(item);
-                continue;
-            }
+        if in_topology
+            && !item.contains('=')
+            && item.contains(':')
+            && let Some(last) = out.last_mut()
+        {
+            last.push(';');
+            last.push_str(item);
+            continue;
         }
         in_topology = item
             .split_once('=')
