@@ -232,8 +232,8 @@ fn domain(
     parent: Option<&str>,
     used: f64,
     total: f64,
-) -> crate::topology::DomainOccupancy {
-    crate::topology::DomainOccupancy {
+) -> crate::metrics::DomainOccupancy {
+    crate::metrics::DomainOccupancy {
         name: name.to_string(),
         tier,
         tier_name: if tier == 1 { "leaf" } else { "spine" }.to_string(),
@@ -251,7 +251,7 @@ fn the_hyper_node_tree_is_drawn_nested_with_occupancy_only_when_there_is_one() {
     let plain = render_html(&m, "run");
     assert!(!plain.contains("Network topology"));
     assert!(!plain.contains("class=\"hn\""));
-    m.topology = Some(crate::topology::TopologyReport {
+    m.topology = Some(crate::metrics::TopologyReport {
         resource: "nvidia.com/gpu".to_string(),
         gangs_ran: 5,
         gangs_in_one_tier1_domain: 3,

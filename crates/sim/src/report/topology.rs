@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::format::{duration, escape};
-use crate::topology::{DomainOccupancy, TopologyReport};
+use crate::metrics::{DomainOccupancy, TopologyReport};
 
 /// Trees with more domains than this start folded below the top tier.
 const OPEN_UP_TO: usize = 64;

@@ -7,15 +7,12 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
 use volcano_api::Objects;
 use volcano_api::topology::tree::{HyperNodeTree, NodeRef};
 
 pub use report::{TopologyInput, build_report};
-
-use crate::metrics::Stats;
 
 /// The resource the figures count: GPUs when any node has them, else CPU.
 pub const GPU: &str = "nvidia.com/gpu";
@@ -114,91 +111,4 @@ pub fn placed_gangs(objects: &Objects, keep: impl Fn(&str) -> bool) -> Vec<Place
         .filter(|(_, (nodes, all))| *all && nodes.len() > 1)
         .map(|(group, (nodes, _))| PlacedGang { group, nodes })
         .collect()
-}
-
-/// The network-topology figures of a run with HyperNodes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopologyReport {
-    /// What `used`, `total` and `stranded` count: `nvidia.com/gpu`, or `cpu` without GPUs.
-    pub resource: String,
-    /// Gangs (minMember > 1) whose pods ran.
-    pub gangs_ran: u64,
-    /// Of those, the gangs whose pods all ran inside one tier-1 domain.
-    pub gangs_in_one_tier1_domain: u64,
-    /// Jobs with a network topology.
-    pub topology_jobs: u64,
-    /// Their wait from submission to the first pod running, in seconds (those that started).
-    pub topology_wait_s: Stats,
-    /// Σ time they waited under the job-level reason `NetworkTopology`, in seconds.
-    pub network_topology_wait_s: f64,
-    /// Gangs still waiting at the end of the run.
-    pub gangs_waiting: u64,
-    /// The smallest of their demands for `resource`, in whole units (none when no gang
-    /// waits for any).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub smallest_waiting_gang: Option<f64>,
-    /// Free `resource` at the end of the run in tier-1 domains too small for any gang
-    /// still waiting, in whole units.
-    pub stranded: f64,
-    /// Every domain at the end of the run, tier by tier, lowest first.
-    pub domains: Vec<DomainOccupancy>,
-}
-
-/// One domain at the end of the run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DomainOccupancy {
-    /// The HyperNode's name.
-    pub name: String,
-    /// Its tier.
-    pub tier: i64,
-    /// Its tier's name.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub tier_name: String,
-    /// The domain it is a member of.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
-    /// Nodes it holds.
-    pub nodes: u64,
-    /// `resource` in use by pods on its nodes, in whole units.
-    pub used: f64,
-    /// Allocatable `resource` of its nodes, in whole units.
-    pub total: f64,
-    /// A tier-1 domain whose free `resource` no waiting gang can use.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub stranded: bool,
-}
-
-impl TopologyReport {
-    /// The domains under `parent` (`None`: the roots), in order.
-    pub fn children_of<'a>(
-        &'a self,
-        parent: Option<&'a str>,
-    ) -> impl Iterator<Item = &'a DomainOccupancy> + 'a {
-        self.domains
-            .iter()
-            .filter(move |d| d.parent.as_deref() == parent)
-    }
-
-    /// How many domains each tier has, lowest first, with the tier's name.
-    pub fn tiers(&self) -> Vec<(i64, String, usize)> {
-        let mut out: BTreeMap<i64, (String, usize)> = BTreeMap::new();
-        for d in &self.domains {
-            let e = out
-                .entry(d.tier)
-                .or_insert_with(|| (d.tier_name.clone(), 0));
-            e.1 += 1;
-        }
-        out.into_iter().map(|(t, (n, c))| (t, n, c)).collect()
-    }
-
-    /// Names of the stranded domains.
-    pub fn stranded_domains(&self) -> BTreeSet<&str> {
-        self.domains
-            .iter()
-            .filter(|d| d.stranded)
-            .map(|d| d.name.as_str())
-            .collect()
-    }
 }

@@ -7,8 +7,8 @@ use volcano_api::keys;
 use volcano_api::resources::canonical_amount;
 use volcano_api::scheduling::phase as pg_phase;
 
-use super::{DomainOccupancy, Domains, GPU, TopologyReport};
-use crate::metrics::{JobRecord, Stats};
+use super::{Domains, GPU};
+use crate::metrics::{DomainOccupancy, JobRecord, Stats, TopologyReport};
 
 /// What the figures are computed from.
 pub struct TopologyInput<'a> {
