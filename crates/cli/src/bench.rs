@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_sim::bench::constraint::Constraint;
-use volcano_sim::bench::{self, BenchReport, BenchSpec};
+use volcano_sim::bench::{self, BenchNetworkTopology, BenchReport, BenchSpec};
+use volcano_sim::generate::{self, TopologyMode, TopologyTier};
 
 use crate::{Failure, Format};
 
@@ -40,6 +41,16 @@ pub struct BenchArgs {
     /// zones, maxSkew 1) or host-port (8080). Nodes get 10 zones for the zone rules.
     #[arg(long, value_parser = parse_constraint)]
     pub constraint: Option<Constraint>,
+    /// HyperNodes over the nodes, lowest tier first, as name:N (tier 1: N nodes per domain;
+    /// higher tiers: N domains of the tier below), e.g. leaf:16,spine:8,zone:8.
+    #[arg(long, value_parser = parse_topology)]
+    pub topology: Option<Tiers>,
+    /// networkTopology mode of every pending PodGroup: hard or soft (needs --topology).
+    #[arg(long, value_parser = generate::parse_topology_mode, requires = "topology")]
+    pub topology_mode: Option<TopologyMode>,
+    /// highestTierAllowed of the pending PodGroups' networkTopology.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub topology_tier: u32,
     /// Scheduler configuration (volcano-scheduler.conf, or a ConfigMap holding one); the
     /// built-in default when absent.
     #[arg(long)]
@@ -47,6 +58,15 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: Format,
+}
+
+/// The tiers of `--topology`, lowest first (one value, so clap does not take it for a list).
+#[derive(Debug, Clone)]
+pub struct Tiers(pub Vec<TopologyTier>);
+
+/// Reads `--topology`'s tiers.
+fn parse_topology(text: &str) -> Result<Tiers, String> {
+    generate::parse_topology(text).map(Tiers)
 }
 
 /// Reads `--constraint`'s value, naming the rules there are when it is none of them.
@@ -65,6 +85,14 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             args.gpu
         )));
     }
+    let topology = args.topology.clone().map(|t| t.0).unwrap_or_default();
+    if args.topology_mode.is_some() && args.topology_tier as usize > topology.len() {
+        return Err(Failure::Input(format!(
+            "--topology-tier: {} is above the {} tier(s) of --topology",
+            args.topology_tier,
+            topology.len()
+        )));
+    }
     let conf = match &args.conf {
         Some(path) => crate::schedule::read_conf_file(path)?,
         None => SchedulerConf::default_conf(),
@@ -79,6 +107,11 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         seed: args.seed,
         max_sessions: args.max_sessions,
         constraint: args.constraint,
+        topology,
+        network_topology: args.topology_mode.map(|mode| BenchNetworkTopology {
+            mode,
+            highest_tier_allowed: args.topology_tier,
+        }),
     };
     let report = bench::run(&spec, &conf).map_err(|e| Failure::Internal(e.into()))?;
     crate::output::print_report(args.output, &report, text)
@@ -93,6 +126,26 @@ fn text(r: &BenchReport) -> String {
     if let Some(c) = s.constraint {
         out += &format!("constraint: {} on every pending pod\n", c.name());
     }
+    if !s.topology.is_empty() {
+        let tiers: Vec<String> = s
+            .topology
+            .iter()
+            .zip(
+                r.hyper_nodes
+                    .iter()
+                    .flat_map(|h| h.hyper_nodes_per_tier.iter()),
+            )
+            .map(|(t, n)| format!("{n} {} ({} members each)", t.name, t.fanout))
+            .collect();
+        out += &format!("HyperNodes: {}\n", tiers.join(", "));
+        if let Some(t) = s.network_topology {
+            out += &format!(
+                "networkTopology: {} up to tier {} on every pending PodGroup\n",
+                t.mode.as_str(),
+                t.highest_tier_allowed
+            );
+        }
+    }
     out += &format!(
         "bound {} pods ({} left pending), {} jobs whole, in {} sessions\n",
         r.pods_bound, r.pods_left_pending, r.jobs_placed, r.sessions
@@ -104,6 +157,12 @@ fn text(r: &BenchReport) -> String {
     );
     if let Some(per_job) = r.ms_per_job {
         out += &format!("per placed job: {per_job:.4} ms\n");
+    }
+    if let Some(h) = &r.hyper_nodes {
+        out += &format!(
+            "jobs inside one tier-1 HyperNode: {} of {} placed\n",
+            h.jobs_in_one_tier1_domain, r.jobs_placed
+        );
     }
     match r.seconds_to_place_all {
         Some(t) => out += &format!("all pending pods placed in {t:.3} s of scheduling\n"),

@@ -153,6 +153,7 @@ pub fn text(m: &SimMetrics) -> String {
             );
         }
     }
+    topology(&mut out, m);
     why_waited(&mut out, m);
     why_failed(&mut out, m);
     if let Some(f) = &m.faults {
@@ -184,6 +185,57 @@ pub fn text(m: &SimMetrics) -> String {
         }
     }
     out.trim_end().to_string()
+}
+
+/// With HyperNodes: the tiers, the gangs kept inside one tier-1 domain, the waits of jobs
+/// with a network topology, and the free GPUs (or CPU) no waiting gang can use.
+fn topology(out: &mut String, m: &SimMetrics) {
+    let Some(t) = &m.topology else {
+        return;
+    };
+    let tiers: Vec<String> = t
+        .tiers()
+        .iter()
+        .map(|(tier, name, n)| {
+            let name = if name.is_empty() {
+                format!("tier {tier}")
+            } else {
+                name.clone()
+            };
+            format!("{n} {name}")
+        })
+        .collect();
+    let _ = writeln!(out, "\nnetwork topology: HyperNodes {}", tiers.join(", "));
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "{k:<14}{v}");
+    };
+    row(
+        "gangs",
+        format!(
+            "{} of {} that ran stayed inside one tier-1 domain",
+            t.gangs_in_one_tier1_domain, t.gangs_ran
+        ),
+    );
+    if t.topology_jobs > 0 {
+        row(
+            "topology jobs",
+            format!(
+                "{}  wait {}  under NetworkTopology {}",
+                t.topology_jobs,
+                stats_line(&t.topology_wait_s, secs),
+                secs(t.network_topology_wait_s)
+            ),
+        );
+    }
+    let unit = if t.resource == "cpu" { "CPU" } else { "GPUs" };
+    let stranded = match t.smallest_waiting_gang {
+        Some(need) => format!(
+            "{} free {unit} in tier-1 domains too small for the {} waiting gang(s) (smallest needs {})",
+            t.stranded, t.gangs_waiting, need
+        ),
+        None => format!("none: no gang waiting for {unit} at the end"),
+    };
+    row("stranded", stranded);
 }
 
 /// Jobs that waited less than this in all are counted, not listed: nearly every job waits a

@@ -65,3 +65,53 @@ fn a_gpu_share_above_one_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--gpu"));
 }
+
+#[test]
+fn the_topology_shape_builds_three_tiers_of_hyper_nodes() {
+    let out = volcano(&[
+        "bench",
+        "--nodes",
+        "64",
+        "--topology",
+        "leaf:8,spine:4,zone:2",
+        "--jobs",
+        "4",
+        "--gang",
+        "8",
+        "--topology-mode",
+        "hard",
+        "--topology-tier",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "HyperNodes: 8 leaf (8 members each), 2 spine (4 members each), 1 zone (2 members each)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("networkTopology: hard up to tier 1 on every pending PodGroup"));
+    assert!(text.contains("jobs inside one tier-1 HyperNode:"), "{text}");
+}
+
+#[test]
+fn a_topology_tier_above_the_tiers_is_refused() {
+    let out = volcano(&[
+        "bench",
+        "--topology",
+        "leaf:8",
+        "--topology-mode",
+        "hard",
+        "--topology-tier",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--topology-tier"));
+    let out = volcano(&["bench", "--topology-mode", "hard"]);
+    assert_eq!(out.status.code(), Some(2));
+}

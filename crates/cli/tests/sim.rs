@@ -272,3 +272,34 @@ fn a_cron_job_runs_on_virtual_time_and_a_bad_schedule_is_named() {
         &["cron-bad.yaml", "CronJob default/tick", "spec.schedule"],
     );
 }
+
+#[test]
+fn a_generated_topology_is_summed_up_in_text_json_and_report() {
+    let spec = "nodes=16,gpu-nodes=16,topology=leaf:4,spine:2,topology-mode=hard,jobs=12,\
+        job-size=2-4,gpu-jobs=1,gpu-share=0,duration=fixed:10m";
+    let text = volcano(&["sim", "--generate", spec]);
+    assert!(
+        text.status.success(),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains("network topology: HyperNodes 4 leaf, 2 spine"),
+        "{out}"
+    );
+    assert!(
+        out.contains("that ran stayed inside one tier-1 domain"),
+        "{out}"
+    );
+    assert!(out.contains("topology jobs"), "{out}");
+    let json = volcano(&["sim", "--generate", spec, "-o", "json"]);
+    let m: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
+    assert_eq!(m["topology"]["domains"].as_array().map(Vec::len), Some(6));
+    assert_eq!(m["topology"]["resource"], "nvidia.com/gpu");
+    let ran = m["topology"]["gangsRan"].as_u64().unwrap_or(0);
+    assert!(ran > 0 && m["topology"]["gangsInOneTier1Domain"].as_u64() <= Some(ran));
+    // A run without `topology` says nothing of it.
+    let plain = volcano(&["sim", "--generate", "nodes=4,jobs=3"]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("network topology"));
+}

@@ -12,6 +12,7 @@
 //! - [`generate`]: synthetic workloads from a `key=value` spec and a seed.
 //! - [`report`]: a run's metrics as one self-contained HTML page.
 //! - [`bench`]: `volcano bench`, sessions over a synthetic cluster, timed.
+//! - [`topology`]: network-topology figures (gangs kept in one domain, domain occupancy).
 //! - [`openb`], [`alloc_vs_load`]: the Alibaba GPU trace and the FGD paper's experiment.
 
 pub mod alloc_vs_load;
@@ -28,6 +29,7 @@ pub mod schedule;
 pub mod simulate;
 pub mod soak;
 pub mod store;
+pub mod topology;
 pub mod workloads;
 
 pub use cluster::{Cluster, ClusterError};

@@ -1,7 +1,7 @@
 //! What a simulation run measured: the figures `volcano sim` prints, writes as JSON and draws
 //! in its report. Plain data; the run fills it, the outputs read it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -26,6 +26,9 @@ pub struct SimMetrics {
     /// The faults injected and the invariants they broke, when the run injected any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultReport>,
+    /// With HyperNodes: where gangs landed, waits for a domain, and each domain's occupancy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyReport>,
     /// The seed of the run (`--seed`: the workload generator's), so it can be repeated.
     pub seed: u64,
     /// The scheduler configuration the run used, as text (Volcano's default when none was
@@ -122,6 +125,28 @@ pub struct JobRecord {
     /// Why it failed, when it failed (or was aborted or terminated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureRecord>,
+    /// Its gang's `minMember` (for the network-topology figures, not written out).
+    #[serde(skip)]
+    pub min_member: u32,
+    /// The nodes its pods ran on (for the network-topology figures, not written out).
+    #[serde(skip)]
+    pub nodes: Vec<String>,
+    /// The network topology it asked for, and how long it waited for a network domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_topology: Option<NetworkTopologyRecord>,
+}
+
+/// A job's network topology and its wait for a domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkTopologyRecord {
+    /// `hard` or `soft`.
+    pub mode: String,
+    /// `highestTierAllowed` (or the tier `highestTierName` names), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highest_tier_allowed: Option<i64>,
+    /// Virtual seconds its PodGroup waited under the job-level reason `NetworkTopology`.
+    pub network_topology_wait_s: f64,
 }
 
 /// Time a job spent waiting under one why-pending message.
@@ -196,4 +221,91 @@ pub struct EvictionRecord {
     pub pod: String,
     /// Who took its place.
     pub reason: String,
+}
+
+/// The network-topology figures of a run with HyperNodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologyReport {
+    /// What `used`, `total` and `stranded` count: `nvidia.com/gpu`, or `cpu` without GPUs.
+    pub resource: String,
+    /// Gangs (minMember > 1) whose pods ran.
+    pub gangs_ran: u64,
+    /// Of those, the gangs whose pods all ran inside one tier-1 domain.
+    pub gangs_in_one_tier1_domain: u64,
+    /// Jobs with a network topology.
+    pub topology_jobs: u64,
+    /// Their wait from submission to the first pod running, in seconds (those that started).
+    pub topology_wait_s: Stats,
+    /// Σ time they waited under the job-level reason `NetworkTopology`, in seconds.
+    pub network_topology_wait_s: f64,
+    /// Gangs still waiting at the end of the run.
+    pub gangs_waiting: u64,
+    /// The smallest of their demands for `resource`, in whole units (none when no gang
+    /// waits for any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smallest_waiting_gang: Option<f64>,
+    /// Free `resource` at the end of the run in tier-1 domains too small for any gang
+    /// still waiting, in whole units.
+    pub stranded: f64,
+    /// Every domain at the end of the run, tier by tier, lowest first.
+    pub domains: Vec<DomainOccupancy>,
+}
+
+/// One domain at the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainOccupancy {
+    /// The HyperNode's name.
+    pub name: String,
+    /// Its tier.
+    pub tier: i64,
+    /// Its tier's name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tier_name: String,
+    /// The domain it is a member of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Nodes it holds.
+    pub nodes: u64,
+    /// `resource` in use by pods on its nodes, in whole units.
+    pub used: f64,
+    /// Allocatable `resource` of its nodes, in whole units.
+    pub total: f64,
+    /// A tier-1 domain whose free `resource` no waiting gang can use.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stranded: bool,
+}
+
+impl TopologyReport {
+    /// The domains under `parent` (`None`: the roots), in order.
+    pub fn children_of<'a>(
+        &'a self,
+        parent: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a DomainOccupancy> + 'a {
+        self.domains
+            .iter()
+            .filter(move |d| d.parent.as_deref() == parent)
+    }
+
+    /// How many domains each tier has, lowest first, with the tier's name.
+    pub fn tiers(&self) -> Vec<(i64, String, usize)> {
+        let mut out: BTreeMap<i64, (String, usize)> = BTreeMap::new();
+        for d in &self.domains {
+            let e = out
+                .entry(d.tier)
+                .or_insert_with(|| (d.tier_name.clone(), 0));
+            e.1 += 1;
+        }
+        out.into_iter().map(|(t, (n, c))| (t, n, c)).collect()
+    }
+
+    /// Names of the stranded domains.
+    pub fn stranded_domains(&self) -> BTreeSet<&str> {
+        self.domains
+            .iter()
+            .filter(|d| d.stranded)
+            .map(|d| d.name.as_str())
+            .collect()
+    }
 }

@@ -23,6 +23,8 @@ use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::SessionOptions;
 use volcano_scheduler::run_session;
 
+use crate::generate::{TopologyMode, TopologyTier};
+
 /// The workload of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchSpec {
@@ -45,6 +47,21 @@ pub struct BenchSpec {
     /// The placement rule every pending pod carries, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constraint: Option<constraint::Constraint>,
+    /// Tiers of HyperNodes over the nodes, lowest first (none when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub topology: Vec<TopologyTier>,
+    /// The network topology every pending PodGroup carries, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_topology: Option<BenchNetworkTopology>,
+}
+
+/// `networkTopology` of the pending PodGroups: a mode and the highest tier allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BenchNetworkTopology {
+    /// `hard` or `soft`.
+    pub mode: TopologyMode,
+    /// `highestTierAllowed`.
+    pub highest_tier_allowed: u32,
 }
 
 impl Default for BenchSpec {
@@ -59,6 +76,8 @@ impl Default for BenchSpec {
             seed: 1,
             max_sessions: 100,
             constraint: None,
+            topology: Vec::new(),
+            network_topology: None,
         }
     }
 }
@@ -104,6 +123,18 @@ pub struct BenchReport {
     pub snapshots_rebuilt: u64,
     /// Peak resident memory of the process, in bytes (0 where the OS does not tell).
     pub peak_rss_bytes: u64,
+    /// With HyperNodes: how many of them, and where the pending gangs landed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hyper_nodes: Option<BenchTopologyFigures>,
+}
+
+/// What a run with HyperNodes built and where its gangs landed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BenchTopologyFigures {
+    /// HyperNodes per tier, tier 1 first.
+    pub hyper_nodes_per_tier: Vec<usize>,
+    /// Pending jobs placed whole with every pod inside one tier-1 HyperNode.
+    pub jobs_in_one_tier1_domain: usize,
 }
 
 /// Why a run could not go on.
@@ -174,6 +205,7 @@ pub fn run(spec: &BenchSpec, conf: &SchedulerConf) -> Result<BenchReport, BenchE
         }
     }
     let jobs_placed = jobs_placed(&store.objects);
+    let hyper_nodes = (!spec.topology.is_empty()).then(|| topology_figures(&store.objects));
     sessions.sort_by(f64::total_cmp);
     snapshots.sort_by(f64::total_cmp);
     let secs = elapsed.as_secs_f64();
@@ -196,7 +228,29 @@ pub fn run(spec: &BenchSpec, conf: &SchedulerConf) -> Result<BenchReport, BenchE
         cache_build_ms: ms(cache_build),
         snapshots_rebuilt: cache.stats().rebuilt.saturating_sub(1),
         peak_rss_bytes: rss::peak_rss_bytes().unwrap_or(0),
+        hyper_nodes,
     })
+}
+
+/// HyperNodes per tier, and the pending jobs of `objects` whose pods all sit in one tier-1
+/// domain.
+fn topology_figures(objects: &volcano_api::Objects) -> BenchTopologyFigures {
+    let mut per_tier: Vec<usize> = Vec::new();
+    for h in &objects.hyper_nodes {
+        let tier = usize::try_from(h.spec.tier).unwrap_or(0).max(1);
+        if per_tier.len() < tier {
+            per_tier.resize(tier, 0);
+        }
+        per_tier[tier - 1] += 1;
+    }
+    let gangs = crate::topology::placed_gangs(objects, |group| group.starts_with("job-"));
+    let jobs_in_one_tier1_domain = crate::topology::Domains::of(objects).map_or(0, |d| {
+        gangs.iter().filter(|g| d.in_one_leaf(&g.nodes)).count()
+    });
+    BenchTopologyFigures {
+        hyper_nodes_per_tier: per_tier,
+        jobs_in_one_tier1_domain,
+    }
 }
 
 /// Pending jobs of the workload whose every pod is bound.

@@ -11,6 +11,8 @@ fn small(jobs: usize, gang: usize) -> BenchSpec {
         seed: 7,
         max_sessions: 10,
         constraint: None,
+        topology: Vec::new(),
+        network_topology: None,
     }
 }
 
@@ -134,4 +136,74 @@ fn constraints_are_named_as_on_the_command_line() {
             .as_ref()
             .is_some_and(|l| !l.contains_key(constraint::ZONE_LABEL))
     }));
+}
+
+fn tiers(text: &str) -> Vec<TopologyTier> {
+    match crate::generate::parse_topology(text) {
+        Ok(t) => t,
+        Err(e) => panic!("{text}: {e}"),
+    }
+}
+
+/// The shape, scaled down: HyperNodes in three tiers over the nodes, and every pending
+/// PodGroup with a hard network topology of tier 1.
+fn topology_shape() -> BenchSpec {
+    BenchSpec {
+        nodes: 100,
+        jobs: 4,
+        gang: 8,
+        running: 0,
+        topology: tiers("leaf:16,spine:2,zone:2"),
+        network_topology: Some(BenchNetworkTopology {
+            mode: TopologyMode::Hard,
+            highest_tier_allowed: 1,
+        }),
+        ..small(4, 8)
+    }
+}
+
+#[test]
+fn the_topology_shape_builds_three_tiers_and_hard_gangs() {
+    let objects = workload::build(&topology_shape());
+    let per_tier = |tier: i64| {
+        objects
+            .hyper_nodes
+            .iter()
+            .filter(|h| h.spec.tier == tier)
+            .count()
+    };
+    // 100 nodes: 7 leaves (the last of 4 nodes), 4 spines, 2 zones.
+    assert_eq!((per_tier(1), per_tier(2), per_tier(3)), (7, 4, 2));
+    let topo = |pg: &volcano_api::scheduling::PodGroup| pg.spec.network_topology.clone();
+    let pending: Vec<_> = objects
+        .pod_groups
+        .iter()
+        .filter(|pg| {
+            pg.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("job-"))
+        })
+        .collect();
+    assert_eq!(pending.len(), 4);
+    for pg in pending {
+        let t = topo(pg).expect("every pending PodGroup has a network topology");
+        assert_eq!((t.mode.as_str(), t.highest_tier_allowed), ("hard", Some(1)));
+    }
+}
+
+#[test]
+fn the_topology_shape_runs_and_counts_gangs_in_one_leaf() {
+    let r = run(&topology_shape(), &SchedulerConf::default_conf()).expect("bench runs");
+    assert_eq!(r.pods_bound, 32);
+    let t = r
+        .hyper_nodes
+        .as_ref()
+        .expect("a run with HyperNodes has topology figures");
+    assert_eq!(t.hyper_nodes_per_tier, vec![7, 4, 2]);
+    assert!(t.jobs_in_one_tier1_domain <= r.jobs_placed);
+    let json = serde_json::to_value(&r).expect("the report is JSON");
+    assert_eq!(json["topology"][0]["name"], "leaf");
+    assert_eq!(json["hyper_nodes"]["hyper_nodes_per_tier"][2], 2);
+    assert_eq!(json["network_topology"]["mode"], "hard");
 }

@@ -1,5 +1,7 @@
 //! The synthetic cluster of `volcano bench`: uniform nodes (a share with GPUs), weighted-equal
-//! queues, PodGroups with their pods pending, and pods already running on the nodes.
+//! queues, PodGroups with their pods pending, and pods already running on the nodes; with
+//! `topology`, HyperNodes over the nodes in order and a `networkTopology` on every pending
+//! PodGroup.
 //!
 //! Sizes are chosen so the default workloads fit: a pending pod asks for 1 or 2 CPUs and 2 or
 //! 4 GiB (one GPU on a GPU job), a running pod for 1 CPU and 2 GiB, and a node has 32 CPUs,
@@ -16,7 +18,9 @@ use volcano_api::k8s_openapi::api::core::v1::{
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
-use volcano_api::scheduling::{PodGroup, PodGroupSpec, PodGroupStatus, Queue, QueueSpec};
+use volcano_api::scheduling::{
+    NetworkTopologySpec, PodGroup, PodGroupSpec, PodGroupStatus, Queue, QueueSpec,
+};
 
 use super::BenchSpec;
 use super::constraint::{self, HOSTNAME_LABEL, ZONE_LABEL};
@@ -48,6 +52,10 @@ pub fn build(spec: &BenchSpec) -> Objects {
         queues: (0..spec.queues.max(1)).map(queue).collect(),
         ..Objects::default()
     };
+    if !spec.topology.is_empty() {
+        let names: Vec<String> = (0..spec.nodes).map(node_name).collect();
+        objects.hyper_nodes = crate::generate::hyper_nodes_over(&names, &spec.topology);
+    }
     running(spec, &mut objects);
     for j in 0..spec.jobs {
         pending_job(spec, j, &mut objects);
@@ -217,12 +225,13 @@ fn pending_job(spec: &BenchSpec, j: usize, objects: &mut Objects) {
     let gpus = u32::from(is_gpu(j, spec));
     let name = format!("job-{j:05}");
     let gang = spec.gang.max(1);
-    objects.pod_groups.push(pod_group(
-        &name,
-        queue_name(j % spec.queues.max(1)),
-        gang,
-        "",
-    ));
+    let mut pg = pod_group(&name, queue_name(j % spec.queues.max(1)), gang, "");
+    pg.spec.network_topology = spec.network_topology.map(|t| NetworkTopologySpec {
+        mode: t.mode.as_str().to_string(),
+        highest_tier_allowed: Some(i64::from(t.highest_tier_allowed)),
+        ..NetworkTopologySpec::default()
+    });
+    objects.pod_groups.push(pg);
     objects.pods.extend((0..gang).map(|k| {
         let mut p = pod(&name, k, cpu, mem_gi, gpus);
         if let Some(c) = spec.constraint {

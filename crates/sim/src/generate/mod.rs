@@ -7,13 +7,18 @@ use volcano_api::Objects;
 mod objects;
 mod sample;
 mod spec;
+mod topology;
 mod yaml;
 
 #[cfg(test)]
 mod tests;
 
 pub(crate) use objects::job_seed;
-pub use spec::{Arrival, DurationDist, IntRange, QueueWeight, SpecError};
+pub use spec::{
+    Arrival, DurationDist, IntRange, QueueWeight, SpecError, TopologyMode, TopologyTier,
+    parse_topology, parse_topology_mode,
+};
+pub use topology::hyper_nodes_over;
 pub use yaml::{YamlError, to_yaml};
 
 /// What `--generate` prints for `help`: every key, its default and what it means.
@@ -45,8 +50,17 @@ Generate a workload: a comma-separated key=value list; every key is optional.
                          how long pods run: exponential:MEAN, lognormal:MEDIAN:SIGMA,
                          uniform:A-B or fixed:D (clamped to 1s..30d)
   fail-rate=0            fraction of jobs whose pods fail (sim.volcano-rs.io/fail-after)
+  topology=              HyperNodes (network domains) over the nodes, lowest tier first, as
+                         name:N separated by ';' (or ','): tier 1 groups N nodes in order
+                         (GPU nodes first), each higher tier N domains of the tier below; the
+                         words are the tiers' tierName and the HyperNodes' name prefixes.
+                         topology=leaf:8;spine:4 makes leaf-0.. of 8 nodes, spine-0.. of 4 leaves
+  topology-mode=         hard or soft: every gang (more than one pod) carries a
+                         networkTopology of this mode; none without it
+  topology-tier=1        the gangs' highestTierAllowed
 
 Example: nodes=40,gpu-nodes=16,queues=research:3;prod:1,jobs=300,over=24h,arrival=diurnal
+Topology: nodes=64,gpu-nodes=64,topology=leaf:8;spine:4,topology-mode=hard,topology-tier=1
 ";
 
 /// What to generate; parse one from `key=value,...` (see [`HELP`] for every key).
@@ -72,6 +86,9 @@ Example: nodes=40,gpu-nodes=16,queues=research:3;prod:1,jobs=300,over=24h,arriva
 ///   `uniform:A-B`, `fixed:D`; clamped to 1s..30d.
 /// - `fail-rate` (0): fraction of jobs whose pods fail (`sim.volcano-rs.io/fail-after`, after
 ///   10-100% of their drawn duration) instead of succeeding.
+/// - `topology` (none): HyperNodes over the nodes, `name:N` per tier, lowest first (see
+///   [`TopologyTier`]); `topology-mode` (none) `hard`/`soft` gives every gang a
+///   `networkTopology` with `highestTierAllowed: topology-tier` (1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerateSpec {
     /// Nodes in all.
@@ -112,6 +129,12 @@ pub struct GenerateSpec {
     pub duration: DurationDist,
     /// Fraction of jobs that fail.
     pub fail_rate: f64,
+    /// Tiers of HyperNodes, lowest first; none when empty.
+    pub topology: Vec<TopologyTier>,
+    /// The network topology mode of gangs; none when `None`.
+    pub topology_mode: Option<TopologyMode>,
+    /// The gangs' highest tier allowed.
+    pub topology_tier: u32,
 }
 
 impl Default for GenerateSpec {
@@ -149,6 +172,9 @@ impl Default for GenerateSpec {
                 sigma: 1.0,
             },
             fail_rate: 0.0,
+            topology: Vec::new(),
+            topology_mode: None,
+            topology_tier: 1,
         }
     }
 }

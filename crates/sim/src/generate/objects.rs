@@ -15,7 +15,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::quantity::format_bytes;
-use volcano_api::scheduling::{Queue, QueueSpec};
+use volcano_api::scheduling::{NetworkTopologySpec, Queue, QueueSpec};
 
 use super::GenerateSpec;
 use super::sample;
@@ -49,6 +49,14 @@ pub(super) fn build(spec: &GenerateSpec, seed: u64) -> Objects {
             .collect(),
         ..Objects::default()
     };
+    if !spec.topology.is_empty() {
+        let names: Vec<String> = objects
+            .nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        objects.hyper_nodes = super::hyper_nodes_over(&names, &spec.topology);
+    }
     let mut arrivals_rng = StdRng::seed_from_u64(seed);
     let times = sample::arrivals(&mut arrivals_rng, spec.arrival, spec.jobs, spec.over_s);
     let width = spec.jobs.max(1).to_string().len().max(4);
@@ -295,6 +303,13 @@ fn job(
                 template,
                 ..TaskSpec::default()
             }],
+            network_topology: spec.topology_mode.filter(|_| replicas > 1).map(|mode| {
+                NetworkTopologySpec {
+                    mode: mode.as_str().to_string(),
+                    highest_tier_allowed: Some(i64::from(spec.topology_tier)),
+                    ..NetworkTopologySpec::default()
+                }
+            }),
             ..JobSpec::default()
         },
     );

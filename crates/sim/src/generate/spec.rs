@@ -105,6 +105,36 @@ pub struct QueueWeight {
     pub weight: u32,
 }
 
+/// One tier of generated HyperNodes: its name and how many members each domain holds (nodes
+/// for tier 1, domains of the tier below for higher tiers).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TopologyTier {
+    /// `spec.tierName`, and the prefix of the HyperNodes' names.
+    pub name: String,
+    /// Members per domain.
+    pub fanout: u32,
+}
+
+/// `networkTopology.mode` of generated gangs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TopologyMode {
+    /// Never span more than the allowed tier.
+    Hard,
+    /// Prefer not to.
+    Soft,
+}
+
+impl TopologyMode {
+    /// The mode as a PodGroup writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyMode::Hard => "hard",
+            TopologyMode::Soft => "soft",
+        }
+    }
+}
+
 /// The keys, in the order `HELP` lists them.
 const KEYS: &[&str] = &[
     "nodes",
@@ -126,6 +156,9 @@ const KEYS: &[&str] = &[
     "gpu-share",
     "duration",
     "fail-rate",
+    "topology",
+    "topology-mode",
+    "topology-tier",
 ];
 
 // Bounds that keep a typo (`jobs=3000000000`) from asking for more memory than any machine has.
@@ -133,6 +166,8 @@ const MAX_NODES: u32 = 100_000;
 const MAX_JOBS: u32 = 1_000_000;
 const MAX_JOB_SIZE: u32 = 10_000;
 const MAX_GPUS_PER_NODE: u32 = 64;
+/// More tiers than any data centre's network has.
+const MAX_TIERS: usize = 8;
 /// One year: longer spans or durations are almost surely a unit mistake.
 const MAX_SECONDS: f64 = 365.0 * 86_400.0;
 
@@ -144,7 +179,8 @@ impl FromStr for GenerateSpec {
         let mut seen: Vec<&str> = Vec::new();
         // `gpu-memory` defaults from the model, so it is applied after `gpu-model` is known.
         let mut gpu_memory: Option<&str> = None;
-        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let items = join_topology_items(text);
+        for item in items.iter().map(String::as_str) {
             let Some((key, value)) = item.split_once('=') else {
                 return Err(SpecError::NotKeyValue {
                     item: item.to_string(),
@@ -181,6 +217,11 @@ impl FromStr for GenerateSpec {
                 "gpu-share" => spec.gpu_share = fraction(value).map_err(bad)?,
                 "duration" => spec.duration = duration_dist(value).map_err(bad)?,
                 "fail-rate" => spec.fail_rate = fraction(value).map_err(bad)?,
+                "topology" => spec.topology = topology(value).map_err(bad)?,
+                "topology-mode" => spec.topology_mode = Some(topology_mode(value).map_err(bad)?),
+                "topology-tier" => {
+                    spec.topology_tier = count(value, 1, MAX_TIERS as u32).map_err(bad)?
+                }
                 _ => {
                     return Err(SpecError::UnknownKey {
                         key: key.to_string(),
@@ -226,6 +267,20 @@ impl GenerateSpec {
                     self.pod_cpu.hi,
                     quantity_text(self.node_memory_bytes)
                 ),
+            ));
+        }
+        if self.topology_mode.is_some() && self.topology.is_empty() {
+            return Err(bad(
+                "topology-mode",
+                self.topology_mode.map_or("", TopologyMode::as_str),
+                "gangs need HyperNodes to be kept in: give topology=leaf:8;spine:4 too",
+            ));
+        }
+        if self.topology_mode.is_some() && self.topology_tier as usize > self.topology.len() {
+            return Err(bad_n(
+                "topology-tier",
+                self.topology_tier,
+                &format!("topology has only {} tier(s)", self.topology.len()),
             ));
         }
         if self.gpu_memory_mib < 1024 {
@@ -457,6 +512,85 @@ fn queues(value: &str) -> Result<Vec<QueueWeight>, String> {
         return Err("expected at least one queue, e.g. research:3;prod:1".to_string());
     }
     Ok(out)
+}
+
+/// The items of a spec: `,`-separated, except that bare `name:N` items right after a
+/// `topology=` item continue it, so `topology=leaf:8,spine:4` reads as `topology=leaf:8;spine:4`.
+fn join_topology_items(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut in_topology = false;
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        if in_topology
+            && !item.contains('=')
+            && item.contains(':')
+            && let Some(last) = out.last_mut()
+        {
+            last.push(';');
+            last.push_str(item);
+            continue;
+        }
+        in_topology = item
+            .split_once('=')
+            .is_some_and(|(key, _)| key.trim() == "topology");
+        out.push(item.to_string());
+    }
+    out
+}
+
+/// Tiers of HyperNodes as `name:N;name:N` (or `,`-separated), lowest tier first: tier 1
+/// groups N nodes, each higher tier N domains of the tier below. Names become HyperNode name
+/// prefixes, so they must be DNS labels.
+pub fn parse_topology(value: &str) -> Result<Vec<TopologyTier>, String> {
+    topology(value)
+}
+
+fn topology(value: &str) -> Result<Vec<TopologyTier>, String> {
+    let mut out: Vec<TopologyTier> = Vec::new();
+    for item in value
+        .split([';', ','])
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+    {
+        let Some((name, fanout)) = item.split_once(':') else {
+            return Err(format!(
+                "tier `{item}` is not name:N (e.g. leaf:8, eight nodes per leaf)"
+            ));
+        };
+        let name = name.trim();
+        if !is_dns_label(name) || name.len() > 40 {
+            return Err(format!(
+                "tier name `{name}` is not a short DNS label (lowercase letters, digits, `-`)"
+            ));
+        }
+        if out.iter().any(|t| t.name == name) {
+            return Err(format!("tier `{name}` is listed twice"));
+        }
+        let fanout = count(fanout.trim(), 1, MAX_NODES)?;
+        out.push(TopologyTier {
+            name: name.to_string(),
+            fanout,
+        });
+    }
+    if out.is_empty() {
+        return Err("expected at least one tier, e.g. leaf:8;spine:4".to_string());
+    }
+    if out.len() > MAX_TIERS {
+        return Err(format!("at most {MAX_TIERS} tiers"));
+    }
+    Ok(out)
+}
+
+/// `hard` or `soft`.
+pub fn parse_topology_mode(value: &str) -> Result<TopologyMode, String> {
+    topology_mode(value)
+}
+
+fn topology_mode(value: &str) -> Result<TopologyMode, String> {
+    match value {
+        "hard" => Ok(TopologyMode::Hard),
+        "soft" => Ok(TopologyMode::Soft),
+        _ => Err("expected hard or soft".to_string()),
+    }
 }
 
 fn is_dns_label(name: &str) -> bool {

@@ -333,3 +333,128 @@ mod erased {
         }
     }
 }
+
+const TOPOLOGY: &str = "nodes=70,gpu-nodes=64,topology=leaf:8,spine:4,topology-mode=hard,\
+     topology-tier=1,jobs=40,job-size=1-8";
+
+#[test]
+fn topology_makes_the_tree_asked_for() {
+    let s = spec(TOPOLOGY);
+    assert_eq!(
+        s.topology,
+        vec![
+            TopologyTier {
+                name: "leaf".to_string(),
+                fanout: 8
+            },
+            TopologyTier {
+                name: "spine".to_string(),
+                fanout: 4
+            }
+        ]
+    );
+    // `;` between tiers, as between queues, is the same spec.
+    assert_eq!(
+        spec(&TOPOLOGY.replace("leaf:8,spine:4", "leaf:8;spine:4")),
+        s
+    );
+    let objects = generate(&s, 5);
+    let names: Vec<(String, i64, String)> = objects
+        .hyper_nodes
+        .iter()
+        .map(|h| {
+            let name = h.metadata.name.clone().unwrap_or_default();
+            (name, h.spec.tier, h.spec.tier_name.clone())
+        })
+        .collect();
+    // 70 nodes in leaves of 8: 9 leaves (the last of 6), then spines of 4 leaves: 3.
+    let leaves: Vec<_> = names.iter().filter(|n| n.1 == 1).collect();
+    let spines: Vec<_> = names.iter().filter(|n| n.1 == 2).collect();
+    assert_eq!((leaves.len(), spines.len(), names.len()), (9, 3, 12));
+    assert_eq!(leaves[0], &("leaf-0".to_string(), 1, "leaf".to_string()));
+    assert_eq!(spines[2], &("spine-2".to_string(), 2, "spine".to_string()));
+    let tree = volcano_api::topology::tree::HyperNodeTree::build(
+        &objects.hyper_nodes,
+        &objects
+            .nodes
+            .iter()
+            .map(|n| (n.metadata.name.as_deref().unwrap_or(""), None))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_else(|e| panic!("the generated HyperNodes form a tree: {e}"));
+    let sizes: Vec<usize> = tree
+        .domains
+        .iter()
+        .filter(|d| d.tier == 1)
+        .map(|d| d.nodes.len())
+        .collect();
+    assert_eq!(sizes, vec![8, 8, 8, 8, 8, 8, 8, 8, 6]);
+    let leaf0 = &tree.domains[tree.get("leaf-0").unwrap_or(usize::MAX)];
+    assert_eq!(leaf0.nodes.first().map(String::as_str), Some("gpu-00"));
+    let spine2 = &tree.domains[tree.get("spine-2").unwrap_or(usize::MAX)];
+    assert_eq!((spine2.children.len(), spine2.nodes.len()), (1, 6));
+    // Same seed, same tree.
+    let again = generate(&s, 5);
+    assert_eq!(
+        serde_json::to_value(&again.hyper_nodes).ok(),
+        serde_json::to_value(&objects.hyper_nodes).ok()
+    );
+}
+
+#[test]
+fn gangs_carry_the_network_topology_and_single_pods_do_not() {
+    let objects = generate(&spec(TOPOLOGY), 5);
+    let mut gangs = 0;
+    for job in &objects.jobs {
+        let t = job.spec.network_topology.as_ref();
+        if job.spec.min_available.unwrap_or(0) > 1 {
+            gangs += 1;
+            let t = t.unwrap_or_else(|| panic!("{:?} has no topology", job.metadata.name));
+            assert_eq!((t.mode.as_str(), t.highest_tier_allowed), ("hard", Some(1)));
+        } else {
+            assert_eq!(t, None);
+        }
+    }
+    assert!(gangs > 10, "only {gangs} gangs");
+    // Without topology-mode, no job carries one (and the tree is still made).
+    let plain = generate(&spec("nodes=16,topology=leaf:4,jobs=20,job-size=2-4"), 5);
+    assert!(plain.jobs.iter().all(|j| j.spec.network_topology.is_none()));
+    assert_eq!(plain.hyper_nodes.len(), 4);
+}
+
+#[test]
+fn the_topology_yaml_loads_back() {
+    let objects = generate(&spec(TOPOLOGY), 2);
+    let text = to_yaml(&objects).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.contains("kind: HyperNode"));
+    let loaded = load_str(Path::new("generated.yaml"), &text)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .objects;
+    assert_eq!(
+        serde_json::to_value(&loaded.hyper_nodes).ok(),
+        serde_json::to_value(&objects.hyper_nodes).ok()
+    );
+    assert_eq!(
+        serde_json::to_value(&loaded.jobs).ok(),
+        serde_json::to_value(&objects.jobs).ok()
+    );
+}
+
+#[test]
+fn bad_topology_specs_say_why() {
+    let err = |text: &str| match text.parse::<GenerateSpec>() {
+        Ok(_) => panic!("{text} was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err("topology=leaf").contains("not name:N"));
+    assert!(err("topology=Leaf:8").contains("DNS label"));
+    assert!(err("topology=leaf:8;leaf:4").contains("listed twice"));
+    assert!(err("topology=leaf:0").contains("expected 1 to"));
+    assert!(err("topology-mode=hard").contains("give topology="));
+    assert!(err("topology=leaf:8,topology-mode=strict").contains("hard or soft"));
+    let e = err("topology=leaf:8,topology-mode=hard,topology-tier=2");
+    assert!(
+        e.contains("topology-tier") && e.contains("only 1 tier"),
+        "{e}"
+    );
+}

@@ -16,8 +16,8 @@ pub struct YamlError {
 }
 
 /// The objects as one multi-document YAML text, in the order a reader wants them: queues,
-/// priority classes, namespaces and storage classes, nodes and their CSI drivers, volumes and
-/// claims, then the work (workloads before the PodGroups and pods they shape).
+/// priority classes, namespaces and storage classes, nodes, HyperNodes and CSI drivers,
+/// volumes and claims, then the work (workloads before the PodGroups and pods they shape).
 pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     let mut out = String::new();
     let name = |m: &volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -37,6 +37,9 @@ pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
     }
     for n in &objects.nodes {
         document(&mut out, "Node", &name(&n.metadata), n)?;
+    }
+    for h in &objects.hyper_nodes {
+        document(&mut out, "HyperNode", &name(&h.metadata), h)?;
     }
     for c in &objects.csi_nodes {
         document(&mut out, "CSINode", &name(&c.metadata), c)?;

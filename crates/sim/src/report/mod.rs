@@ -11,6 +11,7 @@ mod chart;
 mod figures;
 mod format;
 mod tables;
+mod topology;
 mod why;
 
 #[cfg(test)]
@@ -75,6 +76,14 @@ pub fn render_html(m: &SimMetrics, title: &str) -> String {
             "Unfinished jobs",
             "Not finished when the run ended, earliest submitted first.",
             &table,
+        );
+    }
+    if let Some(t) = &m.topology {
+        section(
+            &mut page,
+            "Network topology",
+            "HyperNodes, tier by tier, with what pods use of each domain at the end of the run; gangs kept inside one tier-1 domain; waits of jobs with a network topology.",
+            &topology::section(t),
         );
     }
     if let Some(table) = tables::evictions(&m.evictions) {

@@ -225,3 +225,58 @@ fn writes_sample_reports_to_target() {
     let _ = std::fs::write(dir.join("report-small.html"), small);
     let _ = std::fs::write(dir.join("report-empty.html"), empty);
 }
+
+fn domain(
+    name: &str,
+    tier: i64,
+    parent: Option<&str>,
+    used: f64,
+    total: f64,
+) -> crate::metrics::DomainOccupancy {
+    crate::metrics::DomainOccupancy {
+        name: name.to_string(),
+        tier,
+        tier_name: if tier == 1 { "leaf" } else { "spine" }.to_string(),
+        parent: parent.map(str::to_string),
+        nodes: 2,
+        used,
+        total,
+        stranded: tier == 1 && used < total,
+    }
+}
+
+#[test]
+fn the_hyper_node_tree_is_drawn_nested_with_occupancy_only_when_there_is_one() {
+    let mut m = sample_run();
+    let plain = render_html(&m, "run");
+    assert!(!plain.contains("Network topology"));
+    assert!(!plain.contains("class=\"hn\""));
+    m.topology = Some(crate::metrics::TopologyReport {
+        resource: "nvidia.com/gpu".to_string(),
+        gangs_ran: 5,
+        gangs_in_one_tier1_domain: 3,
+        topology_jobs: 2,
+        gangs_waiting: 1,
+        smallest_waiting_gang: Some(24.0),
+        stranded: 19.0,
+        domains: vec![
+            domain("leaf-<a>", 1, Some("spine"), 8.0, 16.0),
+            domain("leaf-b", 1, Some("spine"), 16.0, 16.0),
+            domain("spine", 2, None, 24.0, 32.0),
+        ],
+        ..Default::default()
+    });
+    let page = render_html(&m, "run");
+    assert!(page.contains("<h2>Network topology</h2>"));
+    assert!(page.contains("3 of 5 gangs that ran stayed inside one tier-1 domain"));
+    assert!(page.contains("19 free GPUs"));
+    // The spine holds both leaves, nested below it, each with used / total.
+    let spine = page.find("title=\"spine\"").expect("the spine is drawn");
+    let leaf_a = page.find("leaf-&lt;a&gt;").expect("names are escaped");
+    let leaf_b = page.find("title=\"leaf-b\"").expect("leaf-b is drawn");
+    assert!(spine < leaf_a && leaf_a < leaf_b);
+    assert!(page.contains("24 / 32 GPUs"));
+    assert!(page.contains("8 / 16 GPUs"));
+    assert!(page[spine..].contains("<ul><li>"));
+    assert!(page.contains("class=\"stranded\" style=\"width:50.0%\""));
+}

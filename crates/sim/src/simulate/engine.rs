@@ -390,6 +390,11 @@ impl<'a> Engine<'a> {
             .sampler
             .finish(end, objects, &self.records, &self.kubelets);
         let jobs = std::mem::take(&mut self.records).finish(objects, &running, end);
+        let topology = crate::topology::build_report(&crate::topology::TopologyInput {
+            objects,
+            jobs: &jobs,
+            stats,
+        });
         let waits: Vec<f64> = jobs.iter().filter_map(|j| j.wait_s).collect();
         let completions: Vec<f64> = jobs.iter().filter_map(|j| j.completion_s).collect();
         let first = jobs
@@ -440,6 +445,7 @@ impl<'a> Engine<'a> {
             evictions: self.evictions,
             session_ms: self.session_ms,
             faults,
+            topology,
             // The caller knows the seed and the configuration's text.
             seed: 0,
             scheduler_conf: String::new(),

@@ -15,10 +15,10 @@ use volcano_controllers::job::state::DEFAULT_MAX_RETRY;
 use volcano_controllers::time::Instant;
 use volcano_controllers::view::{owning_job, pod_group_queue};
 
-use super::kubelet::{is_terminal, phase};
+use super::kubelet::{is_terminal, node_of, phase};
 use super::plan::{Plan, Submission, group_name};
 use super::why::{JobTrail, PodFailure, WaitAccount, failure, pod_evicted, pod_failure};
-use crate::metrics::JobRecord;
+use crate::metrics::{JobRecord, NetworkTopologyRecord};
 
 type Key = NamespacedName;
 
@@ -57,6 +57,8 @@ struct Rec {
     last_failure: Option<PodFailure>,
     /// What the job controller wrote, for a Volcano Job.
     trail: Option<JobTrail>,
+    /// The nodes its pods ran on.
+    nodes: BTreeSet<String>,
 }
 
 /// The records of a run, kept current from what the kubelets, controllers and sessions do.
@@ -126,6 +128,10 @@ impl Records {
                     };
                     let i = r.push(key_of(&j.metadata), queue, pods, t, Kind::Job);
                     r.recs[i].trail = Some(trail_of(j));
+                    let min = j.spec.min_available.unwrap_or(pods);
+                    r.recs[i].record.min_member = u32::try_from(min).unwrap_or(0);
+                    r.recs[i].record.network_topology =
+                        network_topology(j.spec.network_topology.as_ref());
                     r.jobs.insert(key_of(&j.metadata), i);
                 }
                 Item::Group(g) => {
@@ -147,6 +153,9 @@ impl Records {
                     );
                     r.groups.insert(key_of(&g.metadata), i);
                     r.pod_groups.insert(key_of(&g.metadata), i);
+                    r.recs[i].record.min_member = u32::try_from(g.spec.min_member).unwrap_or(0);
+                    r.recs[i].record.network_topology =
+                        network_topology(g.spec.network_topology.as_ref());
                 }
                 Item::Pod(p) => {
                     if owning_job(p).is_some() || !ours(p) {
@@ -212,6 +221,7 @@ impl Records {
             wait: WaitAccount::default(),
             last_failure: None,
             trail: None,
+            nodes: BTreeSet::new(),
         });
         self.recs.len() - 1
     }
@@ -261,6 +271,9 @@ impl Records {
             Some(p) if phase(p) == "Running" => {
                 if rec.record.started_s.is_none() {
                     rec.record.started_s = Some(seconds(now));
+                }
+                if let Some(node) = node_of(p) {
+                    rec.nodes.insert(node.to_string());
                 }
             }
             Some(p) if !is_terminal(p) => {}
@@ -327,11 +340,9 @@ impl Records {
                 u.status.phase.as_str(),
                 pg_phase::PENDING | pg_phase::INQUEUE
             );
-            let reason = waiting
-                .then(|| d.unschedulable.get(&u.key))
-                .flatten()
-                .map(|x| x.message.as_str());
-            rec.wait.observe(reason, now);
+            let why = waiting.then(|| d.unschedulable.get(&u.key)).flatten();
+            rec.wait.observe(why.map(|x| x.message.as_str()), now);
+            rec.wait.observe_reason(why.map(|x| x.reason.as_str()), now);
         }
     }
 
@@ -506,6 +517,10 @@ impl Records {
             }
             r.wait_s = r.started_s.map(|s| s - r.submitted_s);
             r.completion_s = r.finished_s.map(|f| f - r.submitted_s);
+            if let Some(t) = r.network_topology.as_mut() {
+                t.network_topology_wait_s = rec.wait.network_topology_wait(end).as_secs_f64();
+            }
+            r.nodes = rec.nodes.into_iter().collect();
             r.waited = rec.wait.records(end);
             let failed = r.finished_s.is_some() && r.phase != job_phase::COMPLETED;
             if failed {
@@ -522,6 +537,22 @@ enum Item<'a> {
     Job(&'a volcano_api::batch::Job),
     Group(&'a volcano_api::scheduling::PodGroup),
     Pod(&'a Pod),
+}
+
+/// The record of a Job's or PodGroup's `networkTopology`, when it has one (`hard` when the
+/// mode is left empty, as Volcano defaults it).
+fn network_topology(
+    t: Option<&volcano_api::scheduling::NetworkTopologySpec>,
+) -> Option<NetworkTopologyRecord> {
+    t.map(|t| NetworkTopologyRecord {
+        mode: if t.mode.is_empty() {
+            "hard".to_string()
+        } else {
+            t.mode.clone()
+        },
+        highest_tier_allowed: t.highest_tier_allowed,
+        network_topology_wait_s: 0.0,
+    })
 }
 
 /// A new Job's trail: no phase yet, its `maxRetry` as Volcano's webhook defaults it.

@@ -21,7 +21,14 @@ pub struct WaitAccount {
     /// Each reason (figures aside), in the order first seen, with its last message and its
     /// time so far.
     totals: Vec<(String, String, Duration)>,
+    /// Since when the job-level reason has been `NetworkTopology` (waiting for a domain).
+    topology_open: Option<Instant>,
+    /// Time under the job-level reason `NetworkTopology` so far.
+    topology_total: Duration,
 }
+
+/// The job-level reason of a gang that waits for a network domain with room for it.
+pub const NETWORK_TOPOLOGY_REASON: &str = "NetworkTopology";
 
 impl WaitAccount {
     /// The PodGroup carries `message` from `now` (`None`: nothing, it is not waiting).
@@ -37,6 +44,28 @@ impl WaitAccount {
                 None => self.totals.push((key, message.to_string(), Duration::ZERO)),
             }
         }
+    }
+
+    /// The PodGroup's job-level reason from `now` (`None`: it is not waiting); only
+    /// `NetworkTopology` is timed here.
+    pub fn observe_reason(&mut self, reason: Option<&str>, now: Instant) {
+        let for_domain = reason == Some(NETWORK_TOPOLOGY_REASON);
+        match (self.topology_open, for_domain) {
+            (None, true) => self.topology_open = Some(now),
+            (Some(since), false) => {
+                self.topology_total += now.0.saturating_sub(since.0);
+                self.topology_open = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Time spent under the job-level reason `NetworkTopology`, counted up to `end`.
+    pub fn network_topology_wait(&self, end: Instant) -> Duration {
+        let open = self
+            .topology_open
+            .map_or(Duration::ZERO, |since| end.0.saturating_sub(since.0));
+        self.topology_total + open
     }
 
     /// Whatever reason was in force stops counting at `now`.
@@ -189,6 +218,20 @@ mod tests {
 
     fn at(s: u64) -> Instant {
         Instant(Duration::from_secs(s))
+    }
+
+    #[test]
+    fn only_the_network_topology_reason_counts_as_waiting_for_a_domain() {
+        let mut w = WaitAccount::default();
+        w.observe_reason(Some("Unschedulable"), at(0));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(10));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(20)); // still the same stretch
+        w.observe_reason(Some("Unschedulable"), at(40));
+        w.observe_reason(Some(NETWORK_TOPOLOGY_REASON), at(50));
+        // Still waiting for a domain when the run ends at 65.
+        assert_eq!(w.network_topology_wait(at(65)), Duration::from_secs(45));
+        w.observe_reason(None, at(60));
+        assert_eq!(w.network_topology_wait(at(100)), Duration::from_secs(40));
     }
 
     #[test]
