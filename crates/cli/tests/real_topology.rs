@@ -71,12 +71,11 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn label_discovery_makes_hyper_nodes_and_a_hard_topology_job_stays_in_one_leaf() {
-    let test = "label_discovery_makes_hyper_nodes_and_a_hard_topology_job_stays_in_one_leaf";
-    let Some(assets) = Assets::or_skip(test) else {
-        return;
-    };
+/// A real control plane with deploy/ installed, four nodes under two leaf switches of one
+/// spine (node-0 and node-2 the roomiest), the discovery ConfigMap, and Volcano running; waits
+/// for the HyperNodes label discovery makes and checks them. None where the tier is skipped.
+async fn discovered(test: &str) -> Option<(RealControlPlane, ApiKubelets, Volcano)> {
+    let assets = Assets::or_skip(test)?;
     let plane = RealControlPlane::start(&assets).await.unwrap();
     let admin = plane.kubeconfig_path();
     install(&admin);
@@ -90,7 +89,7 @@ async fn label_discovery_makes_hyper_nodes_and_a_hard_topology_job_stays_in_one_
                 .label(SPINE, "c0")
         })
         .collect();
-    let _kubelets = ApiKubelets::start(plane.admin().unwrap(), &nodes, KubeletOptions::default())
+    let kubelets = ApiKubelets::start(plane.admin().unwrap(), &nodes, KubeletOptions::default())
         .await
         .unwrap();
     let conf = plane.dir().join("discovery.yaml");
@@ -161,6 +160,23 @@ async fn label_discovery_makes_hyper_nodes_and_a_hard_topology_job_stays_in_one_
         volcano.log("volcano-controllers")
     );
 
+    Some((plane, kubelets, volcano))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_discovery_makes_the_hyper_nodes_of_the_nodes_labels() {
+    // The checks are those of `discovered`.
+    let _ = discovered("label_discovery_makes_the_hyper_nodes_of_the_nodes_labels").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_network_topology_job_has_all_its_pods_in_one_tier_1_hyper_node() {
+    let Some((plane, _kubelets, volcano)) =
+        discovered("a_hard_network_topology_job_has_all_its_pods_in_one_tier_1_hyper_node").await
+    else {
+        return;
+    };
+    let admin = plane.kubeconfig_path();
     // The scheduler keeps the gang inside one leaf switch.
     let job = plane.dir().join("same-leaf.yaml");
     std::fs::write(&job, JOB).unwrap();
