@@ -165,8 +165,34 @@ async fn discovered(test: &str) -> Option<(RealControlPlane, ApiKubelets, Volcan
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_discovery_makes_the_hyper_nodes_of_the_nodes_labels() {
-    // The checks are those of `discovered`.
-    let _ = discovered("label_discovery_makes_the_hyper_nodes_of_the_nodes_labels").await;
+    let Some((plane, _kubelets, volcano)) =
+        discovered("label_discovery_makes_the_hyper_nodes_of_the_nodes_labels").await
+    else {
+        return;
+    };
+    // The webhook refuses a HyperNode whose pattern does not compile, in Volcano's words.
+    let bad = plane.dir().join("bad-hypernode.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: bad\n\
+         spec:\n  tier: 1\n  members:\n  - type: Node\n    selector:\n      \
+         regexMatch:\n        pattern: node-(\n",
+    )
+    .unwrap();
+    let refused = kubectl(
+        &plane.kubeconfig_path(),
+        &["create", "-f", bad.to_str().unwrap()],
+    );
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains(
+            "admission webhook \"validatehypernode.volcano.sh\" denied the request: \
+             spec.members[0].selector.regexMatch.pattern: member regexMatch pattern is invalid"
+        ),
+        "{}\nwebhook log:\n{}",
+        text(&refused),
+        volcano.log("volcano-admission")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
