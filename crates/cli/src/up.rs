@@ -19,6 +19,7 @@ use volcano_runtime::{shutdown_signal, stop_channel};
 
 use crate::Failure;
 use crate::runtime::{identity, manager_options, parse_duration};
+use volcano_runtime::controllers::hypernode_config::ControllerConfigMap;
 
 /// Flags of `volcano up`.
 #[derive(clap::Args, Debug)]
@@ -152,7 +153,10 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
             manager_options(&["volcano".to_string()]),
             &id,
             ctl_metrics,
-        );
+        )
+        // As in a cluster: HyperNode label discovery as the volcano-controller-configmap
+        // ConfigMap of volcano-system says, once it is applied.
+        .with_hyper_node_controller(Some(ControllerConfigMap::from_env()));
         let s = (!args.no_scheduler).then(|| {
             tokio::spawn(scheduler.run(Leadership::always(), ready.clone(), stop.clone()))
         });

@@ -18,7 +18,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// Paths Volcano serves for kinds volcano-rs does not have yet: accepted in
 /// `--enabled-admission` (the chart lists them) and not served.
-const NOT_YET: &[&str] = &["/hypernodes/validate", "/jobtemplates/validate"];
+const NOT_YET: &[&str] = &["/jobtemplates/validate"];
 
 /// Runs the webhook server until it is told to stop.
 pub fn run(args: &WebhookManagerArgs) -> Result<(), Failure> {

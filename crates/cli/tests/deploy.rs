@@ -491,6 +491,19 @@ fn controllers_get_exactly_what_they_use() {
             ("", &["persistentvolumeclaims"], &["create"]),
             ("scheduling.k8s.io", &["priorityclasses"], read),
             ("apps", &["replicasets", "statefulsets"], read),
+            ("", &["nodes"], read),
+            (
+                "topology.volcano.sh",
+                &["hypernodes"],
+                &[
+                    "create", "get", "list", "watch", "update", "patch", "delete"
+                ]
+            ),
+            (
+                "topology.volcano.sh",
+                &["hypernodes/status"],
+                &["get", "update", "patch"]
+            ),
             ("", &["events"], EVENTS),
             ("events.k8s.io", &["events"], EVENTS),
         ])
@@ -498,7 +511,10 @@ fn controllers_get_exactly_what_they_use() {
     let local = grants(find(&objects, "Role", "volcano-controllers"));
     assert_eq!(
         local,
-        expected(&[("coordination.k8s.io", &["leases"], LEASES)])
+        expected(&[
+            ("", &["configmaps"], &["get"]),
+            ("coordination.k8s.io", &["leases"], LEASES),
+        ])
     );
 }
 
@@ -558,7 +574,7 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
         .collect();
     assert_eq!(
         configurations.len(),
-        10,
+        11,
         "one configuration per path served"
     );
     for conf in configurations {
@@ -594,6 +610,11 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
                     policy, "Ignore",
                     "{name}: a webhook that is down blocks no {resource}"
                 );
+                if resource == "hypernodes" {
+                    // Cluster-scoped: a namespace selector would not apply to them.
+                    assert!(hook["namespaceSelector"].is_null(), "{name}");
+                    continue;
+                }
                 let excluded = &hook["namespaceSelector"]["matchExpressions"][0]["values"];
                 assert!(
                     excluded.as_array().unwrap().iter().any(|v| v == NAMESPACE),

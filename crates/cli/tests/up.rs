@@ -618,3 +618,196 @@ fn volcano_jobflow_runs_three_templates_in_dependency_order() {
     let gone = volcano(&kc, &["jobflow", "get", "-N", "etl"]);
     assert_eq!(gone.status.code(), Some(2), "a deleted flow is not found");
 }
+
+/// Volcano's label discovery configuration (`volcano-controller.conf`), as its user guide
+/// writes it: a spine over a leaf switch over the host.
+const DISCOVERY_CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  \
+    name: volcano-controller-configmap\n  namespace: volcano-system\ndata:\n  \
+    volcano-controller.conf: |\n    networkTopologyDiscovery:\n      - source: label\n        \
+    enabled: true\n        config:\n          networkTopologyTypes:\n            spine-leaf:\n              \
+    - nodeLabel: volcano.sh/spine\n              - nodeLabel: volcano.sh/tor\n              \
+    - nodeLabel: kubernetes.io/hostname\n";
+
+#[test]
+fn node_labels_and_the_discovery_configmap_make_hyper_nodes_kubectl_lists() {
+    let Some(kubectl) = kubectl_or_skip() else {
+        return;
+    };
+    let up = start_up();
+    let kc = up.kubeconfig.clone();
+    for (node, tor) in [("node-0", "s0"), ("node-1", "s1")] {
+        ok(
+            &run(
+                &kubectl,
+                &kc,
+                &[
+                    "label",
+                    "node",
+                    node,
+                    &format!("volcano.sh/tor={tor}"),
+                    "volcano.sh/spine=c0",
+                ],
+            ),
+            "kubectl label node",
+        );
+    }
+    // A HyperNode written by hand: discovery never touches it.
+    let hand = up.dir.join("hand.yaml");
+    std::fs::write(
+        &hand,
+        "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: by-hand\n\
+         spec:\n  tier: 3\n  members:\n  - type: Node\n    selector:\n      \
+         regexMatch:\n        pattern: ^node-\n",
+    )
+    .unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", hand.to_str().unwrap()]),
+        "kubectl apply hand-written HyperNode",
+    );
+    let _ = run(&kubectl, &kc, &["create", "namespace", "volcano-system"]);
+    let conf = up.dir.join("discovery.yaml");
+    std::fs::write(&conf, DISCOVERY_CONFIGMAP).unwrap();
+    ok(
+        &run(&kubectl, &kc, &["apply", "-f", conf.to_str().unwrap()]),
+        "kubectl apply the discovery ConfigMap",
+    );
+    let rows = |out: &Output| -> Vec<Vec<String>> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    };
+    let listed = eventually(30, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "hypernodes",
+                "-l",
+                "volcano.sh/network-topology-source=label",
+            ],
+        );
+        let mut seen: Vec<String> = rows(&out)
+            .iter()
+            .filter(|r| r.len() >= 4)
+            .map(|r| format!("{} {} {} {}", &r[0][..r[0].len().min(26)], r[1], r[2], r[3]))
+            .collect();
+        seen.sort();
+        let want = [
+            "hypernode-spine-leaf-tier1 1 volcano.sh/tor 1",
+            "hypernode-spine-leaf-tier1 1 volcano.sh/tor 1",
+            "hypernode-spine-leaf-tier2 2 volcano.sh/spine 2",
+        ];
+        (seen == want, format!("{seen:?}\n{}", text_of(&out)))
+    });
+    assert!(listed.contains("volcano.sh/spine"), "{listed}");
+    // The spine's members are the two leaves, each holding its node.
+    let leaf = run(
+        &kubectl,
+        &kc,
+        &[
+            "get",
+            "hypernodes",
+            "-l",
+            "volcano.sh/tor=s1",
+            "-o",
+            "jsonpath={.items[0].spec.members[0].selector.exactMatch.name}",
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&leaf.stdout), "node-1");
+    // The hand-written one is left as written, and counted.
+    let by_hand = ok(
+        &run(
+            &kubectl,
+            &kc,
+            &["get", "hypernode", "by-hand", "-o", "json"],
+        ),
+        "kubectl get hypernode by-hand",
+    );
+    let by_hand: serde_json::Value = serde_json::from_str(&by_hand).unwrap();
+    assert_eq!(
+        by_hand["spec"]["members"][0]["selector"]["regexMatch"]["pattern"],
+        "^node-"
+    );
+    assert!(by_hand["metadata"]["labels"].is_null(), "{by_hand}");
+    eventually(10, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "hypernode",
+                "by-hand",
+                "-o",
+                "jsonpath={.status.nodeCount}",
+            ],
+        );
+        let seen = String::from_utf8_lossy(&out.stdout).into_owned();
+        (seen == "2", seen)
+    });
+    // A HyperNode the webhook refuses, in Volcano's words.
+    let bad = up.dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata:\n  name: bad\n\
+         spec:\n  tier: 1\n  members:\n  - type: Node\n    selector:\n      \
+         regexMatch:\n        pattern: node-(\n",
+    )
+    .unwrap();
+    let refused = run(&kubectl, &kc, &["apply", "-f", bad.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("validatehypernode.volcano.sh")
+            && said.contains("member regexMatch pattern is invalid"),
+        "{said}"
+    );
+    // A label removed from the node moves it out: its leaf goes, the spine keeps one.
+    ok(
+        &run(
+            &kubectl,
+            &kc,
+            &[
+                "label",
+                "node",
+                "node-1",
+                "volcano.sh/tor-",
+                "volcano.sh/spine-",
+            ],
+        ),
+        "kubectl label node (remove)",
+    );
+    eventually(30, || {
+        let out = run(
+            &kubectl,
+            &kc,
+            &[
+                "get",
+                "hypernodes",
+                "-l",
+                "volcano.sh/network-topology-source=label",
+            ],
+        );
+        let seen: Vec<String> = rows(&out)
+            .iter()
+            .filter(|r| r.len() >= 4)
+            .map(|r| r[1..4].join(" "))
+            .collect();
+        let mut seen = seen;
+        seen.sort();
+        (
+            seen == ["1 volcano.sh/tor 1", "2 volcano.sh/spine 1"],
+            format!("{seen:?}"),
+        )
+    });
+}
+
+fn text_of(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

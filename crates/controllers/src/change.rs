@@ -13,6 +13,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 };
 use volcano_api::k8s_openapi::api::networking::v1::NetworkPolicy;
 use volcano_api::scheduling::{PodGroup, PodGroupSpec};
+use volcano_api::topology::HyperNode;
 
 /// An object a controller creates on a job's behalf (through its plugins or its volumes).
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +198,24 @@ pub enum Change {
         /// The new status.
         status: Box<JobTemplateStatus>,
     },
+    /// Create a discovered HyperNode; an existing one of that name is left alone.
+    CreateHyperNode(Box<HyperNode>),
+    /// Replace a discovered HyperNode's spec and merge in its labels and annotations (the
+    /// discovery source owns them; other labels stay).
+    UpdateHyperNode(Box<HyperNode>),
+    /// Delete a discovered HyperNode its source no longer describes.
+    DeleteHyperNode {
+        /// HyperNode name.
+        name: String,
+    },
+    /// Patch `status.nodeCount` of a HyperNode, the only status field the HyperNode
+    /// controller writes.
+    UpdateHyperNodeStatus {
+        /// HyperNode name.
+        name: String,
+        /// The nodes it holds, through its member HyperNodes too.
+        node_count: i64,
+    },
 }
 
 impl Change {
@@ -218,7 +237,9 @@ impl Change {
             | Change::PatchQueueAnnotations { .. }
             | Change::Update(_) => "FailedUpdate",
             Change::Event(_) => "FailedRecord",
-            Change::CreateJob(_) => "FailedCreate",
+            Change::CreateJob(_) | Change::CreateHyperNode(_) => "FailedCreate",
+            Change::DeleteHyperNode { .. } => "FailedDelete",
+            Change::UpdateHyperNode(_) | Change::UpdateHyperNodeStatus { .. } => "FailedUpdate",
             Change::UpdateCronJobStatus { .. }
             | Change::UpdateJobFlowStatus { .. }
             | Change::UpdateJobTemplateStatus { .. } => "FailedUpdate",

@@ -8,6 +8,7 @@
 //! - [`podgroup`]: a PodGroup for every pod of ours that has none.
 //! - [`queue`]: queue state (Open/Closing/Closed), driven by Commands.
 //! - [`cronjob`]: Volcano CronJobs: Jobs from a template on a cron schedule.
+//! - [`hypernode`]: HyperNodes discovered from node labels, and every HyperNode's node count.
 //! - [`command`]: Commands routed to the controller of their target, consumed at most once.
 //! - [`admission`]: the rules of Volcano's Job admission webhook, as a library.
 //! - [`workqueue`]: keyed work queues with capped exponential backoff.
@@ -17,6 +18,7 @@ pub mod admission;
 pub mod change;
 pub mod command;
 pub mod cronjob;
+pub mod hypernode;
 pub mod job;
 pub mod job_plugins;
 pub mod jobflow;

@@ -10,6 +10,7 @@ use volcano_api::keys;
 use crate::change::Change;
 use crate::command::{self, Consumption, Route};
 use crate::cronjob::CronJobController;
+use crate::hypernode::{HyperNodeController, HyperNodeKey, LabelDiscovery};
 use crate::job::JobController;
 use crate::job::controller::Refusal;
 use crate::job::request::JobKey;
@@ -50,6 +51,8 @@ pub enum WorkKey {
     CronJob(NamespacedName),
     /// A JobFlow or a JobTemplate.
     Flow(FlowKey),
+    /// HyperNode discovery or node counts.
+    HyperNode(HyperNodeKey),
 }
 
 /// One turn: changes to apply, then report with [`ControllerManager::finish`].
@@ -80,6 +83,8 @@ pub struct QueueStats {
     pub cron_jobs: usize,
     /// Entries in the JobFlow and JobTemplate controllers' queue.
     pub flows: usize,
+    /// Entries in the HyperNode controller's queue.
+    pub hyper_nodes: usize,
 }
 
 /// The job, queue and PodGroup controllers and Command consumption.
@@ -94,6 +99,8 @@ pub struct ControllerManager {
     retry: RetryPolicy,
     cron_jobs: CronJobController,
     flows: JobFlowController,
+    /// Off unless [`ControllerManager::run_hyper_node_controller`] turns it on.
+    hyper_nodes: Option<HyperNodeController>,
 }
 
 impl ControllerManager {
@@ -115,6 +122,7 @@ impl ControllerManager {
             retry: opts.retry,
             cron_jobs: CronJobController::new(opts.retry),
             flows: JobFlowController::new(opts.retry),
+            hyper_nodes: None,
         }
     }
 
@@ -133,7 +141,20 @@ impl ControllerManager {
         self.events.clear();
         self.cron_jobs = CronJobController::new(self.retry);
         self.flows = JobFlowController::new(self.retry);
+        if let Some(h) = &mut self.hyper_nodes {
+            *h = HyperNodeController::new(self.retry, h.discovery().cloned());
+        }
         self.relist(view);
+    }
+
+    /// Runs the HyperNode controller (node counts, and label discovery when `discovery` is
+    /// given), or gives it a new configuration. Call [`ControllerManager::relist`] after the
+    /// first call, as for the other controllers.
+    pub fn run_hyper_node_controller(&mut self, discovery: Option<LabelDiscovery>) {
+        match &mut self.hyper_nodes {
+            Some(h) => h.set_discovery(discovery),
+            None => self.hyper_nodes = Some(HyperNodeController::new(self.retry, discovery)),
+        }
     }
 
     /// Treats every object as newly seen, as an informer's initial list does (at startup, and
@@ -169,9 +190,13 @@ impl ControllerManager {
         for t in &objs.job_templates {
             self.flows.on_job_template(Some(t), view);
         }
+        if let Some(h) = &mut self.hyper_nodes {
+            h.relist();
+        }
     }
 
-    /// Feeds one watch event to the controllers that care. Nodes, priority classes,
+    /// Feeds one watch event to the controllers that care (nodes and HyperNodes only to the
+    /// HyperNode controller, when it runs). Priority classes,
     /// namespaces, storage objects, Deployments (their annotations reach pods through their
     /// ReplicaSets) and deleted workloads are not followed, nor a Command changed or deleted: only
     /// its appearance asks for work.
@@ -202,8 +227,17 @@ impl ControllerManager {
             WatchEvent::CronJob(_, new) => self.cron_jobs.on_cron_job(new.as_deref()),
             WatchEvent::JobFlow(old, new) => self.flows.on_job_flow(old.as_deref(), new.as_deref()),
             WatchEvent::JobTemplate(_, new) => self.flows.on_job_template(new.as_deref(), view),
+            WatchEvent::Node(old, new) => {
+                if let Some(h) = &mut self.hyper_nodes {
+                    h.on_node(old.as_deref(), new.as_deref());
+                }
+            }
+            WatchEvent::HyperNode(old, new) => {
+                if let Some(h) = &mut self.hyper_nodes {
+                    h.on_hyper_node(old.as_deref(), new.as_deref());
+                }
+            }
             WatchEvent::Command(..)
-            | WatchEvent::Node(..)
             | WatchEvent::PriorityClass(..)
             | WatchEvent::Namespace(..)
             | WatchEvent::PersistentVolume(..)
@@ -212,8 +246,7 @@ impl ControllerManager {
             | WatchEvent::CSINode(..)
             | WatchEvent::ReplicaSet(_, None)
             | WatchEvent::StatefulSet(_, None)
-            | WatchEvent::Deployment(..)
-            | WatchEvent::HyperNode(..) => {}
+            | WatchEvent::Deployment(..) => {}
         }
     }
 
@@ -294,6 +327,12 @@ impl ControllerManager {
                 changes: w.changes,
             });
         }
+        if let Some(w) = self.hyper_nodes.as_mut().and_then(|h| h.next(view, now)) {
+            return Some(Work {
+                key: WorkKey::HyperNode(w.key),
+                changes: w.changes,
+            });
+        }
         if let Some(w) = self.pod_groups.next(view, now) {
             return Some(Work {
                 key: WorkKey::PodGroup(w.key),
@@ -331,6 +370,11 @@ impl ControllerManager {
             WorkKey::Queue(q) => self.queues.finish(q, ok, now),
             WorkKey::CronJob(k) => self.cron_jobs.finish(k, ok, now),
             WorkKey::Flow(k) => self.flows.finish(k, ok, now),
+            WorkKey::HyperNode(k) => {
+                if let Some(h) = &mut self.hyper_nodes {
+                    h.finish(*k, ok, now);
+                }
+            }
         }
     }
 
@@ -357,6 +401,9 @@ impl ControllerManager {
             self.commands.next_ready_at(),
             self.cron_jobs.next_due(),
             self.flows.next_due(),
+            self.hyper_nodes
+                .as_ref()
+                .and_then(HyperNodeController::next_due),
         ]
         .into_iter()
         .flatten()
@@ -374,6 +421,10 @@ impl ControllerManager {
             commands: self.commands.len(),
             cron_jobs: self.cron_jobs.queue_len(),
             flows: self.flows.queue_len(),
+            hyper_nodes: self
+                .hyper_nodes
+                .as_ref()
+                .map_or(0, HyperNodeController::queue_len),
         }
     }
 }

@@ -10,6 +10,7 @@ use volcano_api::k8s_openapi::api::core::v1::{Pod, PodStatus};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue, QueueStatus};
 use volcano_api::store::Stored;
+use volcano_api::topology::HyperNode;
 use volcano_api::{NamespacedName, ObjectStore, Objects, WatchEvent};
 use volcano_controllers::change::{Change, Owned};
 use volcano_controllers::time::Instant;
@@ -328,6 +329,43 @@ impl Store {
             } => vec![self.modify::<JobTemplate>(&key(namespace, name), |t| {
                 t.status = Some((**status).clone())
             })?],
+            Change::CreateHyperNode(hn) => {
+                if self
+                    .objects
+                    .contains::<HyperNode>(&NamespacedName::of(&hn.metadata))
+                {
+                    return Ok(Vec::new());
+                }
+                let mut hn = (**hn).clone();
+                self.new_meta("HyperNode", &mut hn.metadata, now);
+                vec![self.objects.upsert(hn)]
+            }
+            Change::UpdateHyperNode(hn) => {
+                let name = hn.metadata.name.clone().unwrap_or_default();
+                vec![
+                    self.modify::<HyperNode>(&NamespacedName::cluster(name.as_str()), |h| {
+                        h.spec = hn.spec.clone();
+                        for (field, set) in [
+                            (&mut h.metadata.labels, &hn.metadata.labels),
+                            (&mut h.metadata.annotations, &hn.metadata.annotations),
+                        ] {
+                            if let Some(set) = set {
+                                field
+                                    .get_or_insert_with(Default::default)
+                                    .extend(set.clone());
+                            }
+                        }
+                    })?,
+                ]
+            }
+            Change::DeleteHyperNode { name } => {
+                vec![self.delete::<HyperNode>(&NamespacedName::cluster(name.as_str()))?]
+            }
+            Change::UpdateHyperNodeStatus { name, node_count } => vec![
+                self.modify::<HyperNode>(&NamespacedName::cluster(name.as_str()), |h| {
+                    h.status.get_or_insert_with(Default::default).node_count = *node_count
+                })?,
+            ],
         })
     }
 

@@ -473,6 +473,19 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
             }),
             a,
         ],
+        // The HyperNode CRD's printer columns.
+        ("topology.volcano.sh", "hypernodes") => vec![
+            n,
+            col("Tier", "string", 0, path_cell!("spec.tier", int)),
+            col("TierName", "string", 0, path_cell!("spec.tierName", int)),
+            col(
+                "NodeCount",
+                "integer",
+                0,
+                path_cell!("status.nodeCount", int),
+            ),
+            col("Age", "date", 0, age),
+        ],
         ("flow.volcano.sh", "jobflows") => vec![
             n,
             col("Status", "string", 0, path_cell!("status.state.phase")),
@@ -617,6 +630,31 @@ mod tests {
             0,
         );
         assert_eq!(t["rows"][0]["cells"], json!(["f", "Running", "<unknown>"]));
+    }
+
+    #[test]
+    fn hyper_nodes_show_tier_tier_name_and_node_count_as_the_crd_does() {
+        let hn = json!({"metadata": {"name": "leaf"},
+            "spec": {"tier": 1, "tierName": "volcano.sh/tor", "members": []},
+            "status": {"nodeCount": 3}});
+        let t = table(
+            kinds::find("hypernodes").unwrap(),
+            [&hn],
+            None,
+            Include::None,
+            0,
+        );
+        let names: Vec<&Value> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["name"])
+            .collect();
+        assert_eq!(names, ["Name", "Tier", "TierName", "NodeCount", "Age"]);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["leaf", 1, "volcano.sh/tor", 3, "<unknown>"])
+        );
     }
 
     #[test]

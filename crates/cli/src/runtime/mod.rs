@@ -9,6 +9,7 @@ use prometheus_client::registry::Registry;
 use volcano_controllers::manager::ManagerOptions;
 use volcano_controllers::workqueue::RetryPolicy;
 use volcano_runtime::controllers::ControllerRuntime;
+use volcano_runtime::controllers::hypernode_config::ControllerConfigMap;
 use volcano_runtime::leader::{Elector, Leadership, LeaseConfig, LeaseTimings};
 use volcano_runtime::metrics::{ControllerMetrics, SchedulerMetrics};
 use volcano_runtime::scheduler::conf::ConfSource;
@@ -269,7 +270,14 @@ pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failur
         let (leader, elector) = elect(&client, &args.common, "volcano-controllers", &id, &stop);
         let mut options = manager_options(&args.common.scheduler_names);
         options.retry.max_retries = Some(args.max_retries());
-        let rt = ControllerRuntime::new(client, options, &id, metrics);
+        let mut rt = ControllerRuntime::new(client, options, &id, metrics);
+        if hyper_node_controller_enabled(&args.controllers) {
+            rt = rt.with_hyper_node_controller(Some(ControllerConfigMap::from_env()));
+        } else {
+            tracing::info!(
+                "--controllers disables hyperNode-controller: HyperNodes are left alone"
+            );
+        }
         let run = tokio::spawn(rt.run(leader, ready, stop));
         until_signal(run, trigger, elector).await;
         Ok(())
@@ -283,6 +291,15 @@ pub fn manager_options(scheduler_names: &[String]) -> ManagerOptions {
         scheduler_names: scheduler_names.to_vec(),
         ssh_keys: Box::new(OsSshKeys),
     }
+}
+
+/// Volcano's name of the HyperNode controller in `--controllers`.
+const HYPER_NODE_CONTROLLER: &str = "hyperNode-controller";
+
+/// Whether the HyperNode controller runs: unless `--controllers` leaves it out (Volcano's chart
+/// passes `-hyperNode-controller` when its HyperNode controller runs standalone or is off).
+fn hyper_node_controller_enabled(asked: &[String]) -> bool {
+    asked.is_empty() || controller_enabled(asked, HYPER_NODE_CONTROLLER)
 }
 
 /// Whether Volcano's `--controllers` list enables `name`: `-name` disables it, `name` or

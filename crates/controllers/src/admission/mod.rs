@@ -12,6 +12,7 @@
 
 use volcano_api::scheduling::{Queue, queue_state};
 
+mod hyper_node;
 mod mutate;
 mod names;
 mod pod;
@@ -28,6 +29,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use hyper_node::validate_hyper_node;
 pub use mutate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER, default_job};
 pub use pod::validate_pod;
 pub use podgroup::validate_podgroup;

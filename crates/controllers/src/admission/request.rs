@@ -31,11 +31,13 @@ pub enum Endpoint {
     CronJobsValidate,
     /// `/jobflows/validate`: a JobFlow's dependencies name its flows and form no cycle.
     JobFlowsValidate,
+    /// `/hypernodes/validate`: a HyperNode's members and their selectors.
+    HyperNodesValidate,
 }
 
 impl Endpoint {
     /// Every endpoint, mutating ones first (the order the API server calls them in).
-    pub const ALL: [Endpoint; 10] = [
+    pub const ALL: [Endpoint; 11] = [
         Endpoint::JobsMutate,
         Endpoint::QueuesMutate,
         Endpoint::PodGroupsMutate,
@@ -46,6 +48,7 @@ impl Endpoint {
         Endpoint::PodsValidate,
         Endpoint::CronJobsValidate,
         Endpoint::JobFlowsValidate,
+        Endpoint::HyperNodesValidate,
     ];
 
     /// The HTTP path Volcano serves it on.
@@ -61,6 +64,7 @@ impl Endpoint {
             Endpoint::PodsValidate => "/pods/validate",
             Endpoint::CronJobsValidate => "/cronjobs/validate",
             Endpoint::JobFlowsValidate => "/jobflows/validate",
+            Endpoint::HyperNodesValidate => "/hypernodes/validate",
         }
     }
 
@@ -82,6 +86,7 @@ impl Endpoint {
             Endpoint::PodsValidate => "validatepod.volcano.sh",
             Endpoint::CronJobsValidate => "validatecronjob.volcano.sh",
             Endpoint::JobFlowsValidate => "validatejobflow.volcano.sh",
+            Endpoint::HyperNodesValidate => "validatehypernode.volcano.sh",
         }
     }
 
@@ -109,15 +114,17 @@ impl Endpoint {
             Endpoint::PodsMutate | Endpoint::PodsValidate => ("", "pods"),
             Endpoint::CronJobsValidate => ("batch.volcano.sh", "cronjobs"),
             Endpoint::JobFlowsValidate => ("flow.volcano.sh", "jobflows"),
+            Endpoint::HyperNodesValidate => ("topology.volcano.sh", "hypernodes"),
         }
     }
 
     /// The operations it is registered for, as Volcano registers it.
     pub fn operations(self) -> &'static [Operation] {
         match self {
-            Endpoint::JobsValidate | Endpoint::CronJobsValidate | Endpoint::JobFlowsValidate => {
-                &[Operation::Create, Operation::Update]
-            }
+            Endpoint::JobsValidate
+            | Endpoint::CronJobsValidate
+            | Endpoint::JobFlowsValidate
+            | Endpoint::HyperNodesValidate => &[Operation::Create, Operation::Update],
             Endpoint::QueuesValidate => &[Operation::Create, Operation::Update, Operation::Delete],
             _ => &[Operation::Create],
         }

@@ -10,12 +10,13 @@ use volcano_api::custom_resource;
 use volcano_api::flow::JobFlow;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::spec_checks::{check_cron_job, check_job_flow};
+use volcano_api::topology::HyperNode;
 
 use super::request::{
     AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict,
 };
 use super::{AdmissionError, check_leaf_queue, check_queue, default_job, validate_job};
-use super::{pod, podgroup, queue, queue_delete, update};
+use super::{pod, podgroup, queue, queue_delete, update, validate_hyper_node};
 
 /// Volcano's text for an operation an endpoint does not handle.
 fn unexpected(op: Operation, expected: &str) -> Verdict {
@@ -143,6 +144,13 @@ fn run(
             Operation::Create | Operation::Update => {
                 let flow: JobFlow = decode(request.object, "JobFlow")?;
                 Verdict::from_result(check_job_flow(&flow).map_err(|e| e.volcano_message()))
+            }
+            _ => Verdict::Denied("expect operation to be 'CREATE' or 'UPDATE'".into()),
+        },
+        Endpoint::HyperNodesValidate => match op {
+            Operation::Create | Operation::Update => {
+                let hn: HyperNode = decode(request.object, "HyperNode")?;
+                Verdict::from_result(validate_hyper_node(&hn))
             }
             _ => Verdict::Denied("expect operation to be 'CREATE' or 'UPDATE'".into()),
         },

@@ -18,6 +18,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 };
 use volcano_api::k8s_openapi::api::networking::v1::NetworkPolicy;
 use volcano_api::scheduling::{PodGroup, Queue};
+use volcano_api::topology::HyperNode;
 use volcano_controllers::change::{Change, Owned};
 use volcano_controllers::job::controller::Refusal;
 
@@ -372,7 +373,67 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
         }
         // Events go to the event sink, not through here.
         Change::Event(_) => Ok(Vec::new()),
+        Change::CreateHyperNode(hn) => {
+            let name = hn.metadata.name.clone().unwrap_or_default();
+            match Api::<HyperNode>::all(client.clone())
+                .create(&PostParams::default(), hn)
+                .await
+            {
+                Ok(h) => applied(Update::HyperNode(watcher::Event::Apply(h))),
+                Err(e) if code(&e) == Some(409) => Ok(Vec::new()),
+                Err(e) => Err(api_err(format!("create HyperNode {name}"), e)),
+            }
+        }
+        Change::UpdateHyperNode(hn) => {
+            let name = hn.metadata.name.clone().unwrap_or_default();
+            let what = format!("update HyperNode {name}");
+            let h = Api::<HyperNode>::all(client.clone())
+                .patch(&name, &pp, &Patch::Merge(hyper_node_patch(hn)))
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::HyperNode(watcher::Event::Apply(h)))
+        }
+        Change::DeleteHyperNode { name } => {
+            match Api::<HyperNode>::all(client.clone())
+                .delete(name, &DeleteParams::background())
+                .await
+            {
+                Ok(_) => Ok(Vec::new()),
+                Err(e) if code(&e) == Some(404) => Ok(Vec::new()),
+                Err(e) => Err(api_err(format!("delete HyperNode {name}"), e)),
+            }
+        }
+        Change::UpdateHyperNodeStatus { name, node_count } => {
+            let what = format!("update HyperNode {name} status");
+            let h = Api::<HyperNode>::all(client.clone())
+                .patch_status(
+                    name,
+                    &pp,
+                    &Patch::Merge(json!({"status": {"nodeCount": node_count}})),
+                )
+                .await
+                .map_err(|e| api_err(what, e))?;
+            applied(Update::HyperNode(watcher::Event::Apply(h)))
+        }
     }
+}
+
+/// A merge patch that replaces a discovered HyperNode's spec and merges in its labels and
+/// annotations: the members list is replaced whole, an empty tier name removed.
+fn hyper_node_patch(hn: &HyperNode) -> serde_json::Value {
+    // A null would remove every label or annotation: only what the source sets is sent.
+    let mut metadata = serde_json::Map::new();
+    if let Some(l) = &hn.metadata.labels {
+        metadata.insert("labels".into(), json!(l));
+    }
+    if let Some(a) = &hn.metadata.annotations {
+        metadata.insert("annotations".into(), json!(a));
+    }
+    let tier_name = (!hn.spec.tier_name.is_empty()).then_some(&hn.spec.tier_name);
+    json!({
+        "metadata": metadata,
+        "spec": {"tier": hn.spec.tier, "tierName": tier_name, "members": hn.spec.members},
+    })
 }
 
 /// Replaces an owned object's content with a merge patch (no resourceVersion: the controller

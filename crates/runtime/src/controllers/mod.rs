@@ -2,6 +2,7 @@
 //! replica leads, the controllers' work is taken turn by turn and its changes written.
 
 pub mod changes;
+pub mod hypernode_config;
 
 use std::time::{Duration, SystemTime};
 
@@ -22,11 +23,13 @@ use crate::mirror::{ClusterMirror, Kind, Update};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
+use hypernode_config::{CONFIG_PERIOD, ControllerConfigMap};
 use volcano_api::WatchEvent;
 
 /// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups;
-/// CronJobs and JobFlows create Jobs, JobFlows from JobTemplates.
-pub const CONTROLLER_KINDS: [Kind; 11] = [
+/// CronJobs and JobFlows create Jobs, JobFlows from JobTemplates; nodes' labels make
+/// HyperNodes, whose node counts are kept.
+pub const CONTROLLER_KINDS: [Kind; 13] = [
     Kind::Job,
     Kind::Pod,
     Kind::PodGroup,
@@ -38,6 +41,8 @@ pub const CONTROLLER_KINDS: [Kind; 11] = [
     Kind::CronJob,
     Kind::JobFlow,
     Kind::JobTemplate,
+    Kind::Node,
+    Kind::HyperNode,
 ];
 
 /// Turns taken before the loop looks at new watch events again, so a burst of work never
@@ -76,6 +81,10 @@ pub struct ControllerRuntime {
     listed: bool,
     /// When the per-queue PodGroup counts were last written.
     queues_recorded: Option<std::time::Instant>,
+    /// Where the HyperNode controller's configuration is read, if it runs with one.
+    hyper_node_config: Option<ControllerConfigMap>,
+    /// When that configuration was last read, and what was found (to log only a change).
+    config_read: Option<(std::time::Instant, Result<Option<String>, String>)>,
 }
 
 /// How often the per-queue PodGroup counts are written.
@@ -98,7 +107,63 @@ impl ControllerRuntime {
             metrics,
             listed: false,
             queues_recorded: None,
+            hyper_node_config: None,
+            config_read: None,
         }
+    }
+
+    /// Runs the HyperNode controller too: node counts always, label discovery as `config`'s
+    /// ConfigMap says (read again every few seconds).
+    pub fn with_hyper_node_controller(mut self, config: Option<ControllerConfigMap>) -> Self {
+        self.manager.run_hyper_node_controller(None);
+        self.hyper_node_config = config;
+        self
+    }
+
+    /// Reads the HyperNode controller's configuration when it is due, and hands a changed one
+    /// to the controller. A configuration that does not parse is logged, naming the field,
+    /// and the one in force stays, as Volcano keeps running on a bad ConfigMap.
+    async fn reload_config(&mut self) {
+        let Some(cm) = &self.hyper_node_config else {
+            return;
+        };
+        if self
+            .config_read
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < CONFIG_PERIOD)
+        {
+            return;
+        }
+        let found = cm.read(&self.client).await.map_err(|e| e.to_string());
+        let changed = self
+            .config_read
+            .as_ref()
+            .is_none_or(|(_, was)| *was != found);
+        if changed {
+            match &found {
+                Ok(text) => match hypernode_config::parse(text.as_deref().unwrap_or_default()) {
+                    Ok(discovery) => {
+                        tracing::info!(
+                            configmap = %format!("{}/{}", cm.namespace, cm.name),
+                            label_discovery = discovery.is_some(),
+                            "HyperNode controller configuration loaded"
+                        );
+                        self.manager.run_hyper_node_controller(discovery);
+                    }
+                    Err(e) => tracing::error!(
+                        configmap = %format!("{}/{}", cm.namespace, cm.name),
+                        error = %e,
+                        "invalid HyperNode discovery configuration; the one in force stays"
+                    ),
+                },
+                Err(e) => tracing::warn!(
+                    configmap = %format!("{}/{}", cm.namespace, cm.name),
+                    error = %e,
+                    "cannot read the HyperNode controller's configuration"
+                ),
+            }
+        }
+        self.config_read = Some((std::time::Instant::now(), found));
     }
 
     fn take(&mut self, mut u: Update) {
@@ -151,6 +216,7 @@ impl ControllerRuntime {
                 ready.set_ready();
             }
             if self.listed && leader.is_leader() {
+                self.reload_config().await;
                 self.turns().await;
             }
             let wait = self

@@ -466,7 +466,11 @@ fn scheduler_reads(c: &Change) -> bool {
         | Change::PatchQueueParent { .. }
         | Change::PatchQueueAnnotations { .. }
         // Deleting a Job deletes its pods and PodGroup.
-        | Change::DeleteJob { .. } => true,
+        | Change::DeleteJob { .. }
+        // The network domains placement reads.
+        | Change::CreateHyperNode(_)
+        | Change::UpdateHyperNode(_)
+        | Change::DeleteHyperNode { .. } => true,
         Change::UpdateJobStatus { .. }
         | Change::DeleteCommand { .. }
         | Change::Create(_)
@@ -475,7 +479,8 @@ fn scheduler_reads(c: &Change) -> bool {
         | Change::Event(_)
         | Change::UpdateCronJobStatus { .. }
         | Change::UpdateJobFlowStatus { .. }
-        | Change::UpdateJobTemplateStatus { .. } => false,
+        | Change::UpdateJobTemplateStatus { .. }
+        | Change::UpdateHyperNodeStatus { .. } => false,
         // A new Job's PodGroup and pods come from the job controller, in later turns.
         Change::CreateJob(_) => false,
     }

@@ -451,3 +451,47 @@ fn cron_jobs_are_refused_for_their_schedule_zone_and_name() {
         Verdict::Allowed(_)
     ));
 }
+
+#[test]
+fn hyper_nodes_are_refused_for_their_members_in_volcano_s_words() {
+    let hn = |members: Value| json!({"metadata": {"name": "leaf"}, "spec": {"tier": 1, "members": members}});
+    assert_eq!(
+        refused(Endpoint::HyperNodesValidate, hn(json!([]))),
+        "spec.members: member must have at least one member"
+    );
+    let why = refused(
+        Endpoint::HyperNodesValidate,
+        hn(json!([{"type": "Node", "selector": {"regexMatch": {"pattern": "node-("}}}])),
+    );
+    assert!(
+        why.starts_with(
+            "spec.members[0].selector.regexMatch.pattern: member regexMatch pattern is invalid: "
+        ),
+        "{why}"
+    );
+    let why = refused(
+        Endpoint::HyperNodesValidate,
+        hn(json!([{"type": "Node", "selector": {
+            "exactMatch": {"name": "a"}, "regexMatch": {"pattern": "b"}
+        }}])),
+    );
+    assert!(
+        why.contains("exactly one of exactMatch, regexMatch or labelMatch"),
+        "{why}"
+    );
+    let good =
+        hn(json!([{"type": "Node", "selector": {"regexMatch": {"pattern": "^node-[0-3]$"}}}]));
+    assert!(matches!(
+        create(Endpoint::HyperNodesValidate, good.clone()),
+        Verdict::Allowed(_)
+    ));
+    assert!(matches!(
+        ask(
+            Endpoint::HyperNodesValidate,
+            Operation::Update,
+            Some(&good),
+            Some(&good)
+        ),
+        Verdict::Allowed(_)
+    ));
+}
