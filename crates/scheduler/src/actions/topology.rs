@@ -12,12 +12,10 @@ use std::sync::Arc;
 use volcano_api::spec_checks::MODE_SOFT;
 
 use super::placer::Placer;
+use crate::framework::conditions::NETWORK_TOPOLOGY;
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{DomainId, DomainLedger, JobId, NodeId, QueueId, TaskId, TaskStatus, Topology};
 use crate::resource::Resource;
-
-/// The job-level reason of a gang no network domain can hold.
-pub const NETWORK_TOPOLOGY: &str = "NetworkTopology";
 
 /// How many candidate domains a reason names before it counts the rest.
 const LISTED_DOMAINS: usize = 5;

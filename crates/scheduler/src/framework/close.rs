@@ -7,7 +7,7 @@ use volcano_api::resources::format_amount;
 use volcano_api::scheduling::{PodGroupCondition, PodGroupStatus, ResourceList};
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef};
 
-use super::conditions::{FAILED_SCHEDULING, NOT_ENQUEUED, PodUnschedulable};
+use super::conditions::{FAILED_SCHEDULING, NETWORK_TOPOLOGY, NOT_ENQUEUED, PodUnschedulable};
 use super::observer::{SessionObserver, Unobserved};
 use super::pending::job_detail;
 use super::report::QueueReport;
@@ -395,8 +395,18 @@ impl Session {
         let s = &self.snap;
         let job = s.job(j);
         if let Some(c) = condition {
+            // The condition keeps Volcano's reason; a gang held by its network topology is
+            // reported as such, so a reader can tell it from a plain lack of room.
+            let topology = job
+                .job_fit_error
+                .as_ref()
+                .is_some_and(|(r, _)| r == NETWORK_TOPOLOGY);
             return Some(Unschedulable {
-                reason: c.reason.clone(),
+                reason: if topology {
+                    NETWORK_TOPOLOGY.to_string()
+                } else {
+                    c.reason.clone()
+                },
                 message: c.message.clone(),
             });
         }

@@ -12,6 +12,9 @@ pub const EVICT: &str = "Evict";
 pub const NOT_ENOUGH_RESOURCES: &str = "NotEnoughResources";
 /// Reason recorded for a job that enqueue did not admit.
 pub const NOT_ENQUEUED: &str = "NotEnqueued";
+/// Reason of a gang no network domain of its allowed tier can hold (the PodGroup's condition
+/// keeps Volcano's `NotEnoughResources`; the report says which it is).
+pub const NETWORK_TOPOLOGY: &str = "NetworkTopology";
 
 /// Pod condition type the scheduler owns.
 pub const POD_SCHEDULED: &str = "PodScheduled";
