@@ -337,3 +337,74 @@ fn a_broken_tree_holds_topology_gangs_only() {
         "{why}"
     );
 }
+
+/// A node of a leaf: name, CPUs, pod slots.
+type LeafNode<'a> = (&'a str, i64, i64);
+
+/// Builds leaves of the given nodes and a queue.
+fn leaves(spec: &[(&str, &[LeafNode<'_>])]) -> Objects {
+    let mut c = cluster().with(queue("q"));
+    let mut hns = Vec::new();
+    for (leaf, nodes) in spec {
+        let mut members = Vec::new();
+        for (name, cpu, pods) in *nodes {
+            c = c.with(node(name).cpu(*cpu).mem_gi(16).max_pods(*pods));
+            members.push(member(MEMBER_NODE, name));
+        }
+        hns.push(hyper_node(leaf, 1, members));
+    }
+    let mut objs = c.objects();
+    objs.hyper_nodes = hns;
+    objs
+}
+
+fn hard_tier_1() -> Option<NetworkTopologySpec> {
+    Some(NetworkTopologySpec {
+        mode: "hard".to_string(),
+        highest_tier_allowed: Some(1),
+        ..NetworkTopologySpec::default()
+    })
+}
+
+/// Backfill keeps a hard gang's pods that ask for nothing inside one leaf: the second cannot
+/// follow the first into the other leaf when the first leaf is out of pod slots.
+#[test]
+fn best_effort_pods_of_a_hard_gang_stay_in_one_leaf() {
+    let mut objs = leaves(&[("leaf-a", &[("n0", 4, 1)]), ("leaf-b", &[("n1", 4, 10)])]);
+    let (mut pg, pods) = gang("team", "be")
+        .queue("q")
+        .min(1)
+        .best_effort_pods(2)
+        .build();
+    pg.spec.network_topology = hard_tier_1();
+    objs.pod_groups.push(pg);
+    objs.pods.extend(pods);
+    let d = run_session_n(&objs, &conf_default(), 1);
+    let nodes: BTreeSet<&str> = d.binds.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(nodes.len(), 1, "{:?}", d.binds);
+}
+
+/// An overfull node (its pods ask more than it has) does not hide the room of the other
+/// nodes of its leaf.
+#[test]
+fn an_out_of_sync_node_does_not_make_its_leaf_look_full() {
+    let mut objs = leaves(&[("leaf-a", &[("n0", 4, 10), ("n1", 8, 10)])]);
+    objs.pods.push(
+        pod("other", "big")
+            .cpu_milli(12_000)
+            .on("n0")
+            .running()
+            .build(),
+    );
+    let (mut pg, pods) = gang("team", "g")
+        .queue("q")
+        .min(1)
+        .pods(1, 6000, 1 << 30)
+        .build();
+    pg.spec.network_topology = hard_tier_1();
+    objs.pod_groups.push(pg);
+    objs.pods.extend(pods);
+    let d = run_session_n(&objs, &conf_default(), 1);
+    let nodes: Vec<&str> = d.binds.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(nodes, ["n1"], "{:?}", d.unschedulable);
+}

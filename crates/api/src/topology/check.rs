@@ -4,13 +4,16 @@
 use super::{HyperNode, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector};
 use crate::field_error::FieldError;
 
+/// The highest tier a HyperNode may have (Go's 32-bit `int` range; real trees have a few).
+pub const MAX_TIER: i64 = i32::MAX as i64;
+
 /// Checks the members of a HyperNode (the tree the HyperNodes form together is checked by
 /// [`super::tree::HyperNodeTree::build`]).
 pub fn check_hyper_node(hn: &HyperNode) -> Result<(), FieldError> {
-    if hn.spec.tier < 0 {
+    if !(0..=MAX_TIER).contains(&hn.spec.tier) {
         return Err(FieldError::new(
             "spec.tier",
-            format!("must be 0 or more; got {}", hn.spec.tier),
+            format!("must be from 0 to {MAX_TIER}; got {}", hn.spec.tier),
         ));
     }
     if hn.spec.members.is_empty() {

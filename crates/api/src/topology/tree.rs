@@ -343,7 +343,7 @@ fn check_laminar(
         let Some(&first) = nodes.iter().next() else {
             continue;
         };
-        for &higher in tiers.range(tier + 1..) {
+        for &higher in tiers.range(tier.saturating_add(1)..) {
             let first_in = at_tier.get(&(first, higher)).copied();
             if let Some(&other) = nodes
                 .iter()

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use super::job_queues::JobQueues;
 use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, Scratch, select_best_node};
+use super::topology;
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session};
-use crate::model::{JobId, TaskId, TaskStatus};
+use crate::model::{JobId, NodeId, TaskId, TaskStatus};
 
 /// Runs backfill.
 pub fn execute(ssn: &mut Session) {
@@ -70,6 +71,24 @@ pub fn execute(ssn: &mut Session) {
         }
         let mut fe = FitErrors::new(total);
         let candidates = finder.feasible(ssn, t, ResourceCheck::PodSlot, &mut cache, &mut fe);
+        // A gang with a hard network topology keeps its pods that ask for nothing inside its
+        // domain too.
+        let scope = topology::eviction_scope(ssn, t, None);
+        let in_scope: Vec<NodeId>;
+        let candidates = match &scope {
+            None => candidates,
+            Some(s) => {
+                in_scope = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&n| s.allows(&ssn.snap.topology, n))
+                    .collect();
+                for _ in in_scope.len()..candidates.len() {
+                    fe.add("node(s) outside the gang's network topology domain");
+                }
+                &in_scope
+            }
+        };
         match select_best_node(ssn, t, candidates, &mut scratch) {
             Some(node) => {
                 ssn.snap.job_mut(j).fit_errors.remove(&t);

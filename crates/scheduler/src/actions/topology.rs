@@ -12,6 +12,7 @@ use std::sync::Arc;
 use volcano_api::spec_checks::MODE_SOFT;
 
 use super::placer::Placer;
+use crate::conf::PluginKind;
 use crate::framework::conditions::NETWORK_TOPOLOGY;
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{DomainId, DomainLedger, JobId, NodeId, QueueId, TaskId, TaskStatus, Topology};
@@ -308,7 +309,21 @@ fn within(topo: &Topology, root: DomainId, d: DomainId) -> bool {
 /// Pods the gang still needs to reach its minimum.
 fn pods_needed(ssn: &Session, j: JobId) -> usize {
     let job = ssn.snap.job(j);
-    (i64::from(job.min_available) - i64::from(job.ready_task_num())).max(0) as usize
+    // Pending pods that ask for nothing count towards the gang, as `gang`'s readiness does.
+    (i64::from(job.min_available)
+        - i64::from(job.ready_task_num())
+        - i64::from(job.pending_best_effort))
+    .max(0) as usize
+}
+
+/// Whether the gang plugin decides readiness (the pods-needed bound holds only then: without
+/// it, one placed pod makes a job ready).
+fn gang_decides(ssn: &Session) -> bool {
+    ssn.conf
+        .tiers
+        .iter()
+        .flat_map(|t| &t.plugins)
+        .any(|p| p.name == PluginKind::Gang && p.flags.job_ready)
 }
 
 /// What a domain must have free for the gang: the PodGroup's `minResources` (Volcano's check,
@@ -328,7 +343,11 @@ fn need(ssn: &Session, j: JobId) -> (Option<Resource>, Resource) {
             None => smallest = Some(task.resreq.clone()),
         }
     }
-    let k = pods_needed(ssn, j) as i64;
+    let k = if gang_decides(ssn) {
+        pods_needed(ssn, j) as i64
+    } else {
+        1
+    };
     let mut least = s.dims.zero();
     if let Some(m) = smallest {
         for (d, v) in m.iter() {
@@ -375,7 +394,7 @@ fn reason(
                     ssn.snap.dims.describe(r)
                 ),
                 Shortfall::Held(n) => format!(
-                    "{} (tier {}) holds {n} of {still_needed} pod(s)",
+                    "{} (tier {}) cannot hold the gang ({n} pod(s) placed before one found no node)",
                     dom.name, dom.tier
                 ),
             }

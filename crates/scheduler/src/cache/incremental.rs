@@ -139,7 +139,7 @@ impl SchedulerCache {
     pub fn node_changed(&mut self, old: Option<&Node>, new: Option<&Node>) {
         // HyperNodes may choose nodes by their labels.
         if let (Some(state), Some(o), Some(n)) = (&self.state, old, new)
-            && state.snap.topology.has_hyper_nodes()
+            && (state.snap.topology.has_hyper_nodes() || state.snap.topology.not_ready.is_some())
             && o.metadata.labels != n.metadata.labels
         {
             self.topology_stale = true;

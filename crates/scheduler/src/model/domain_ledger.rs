@@ -2,7 +2,7 @@
 //! kept as placements happen: a gang's search reads a domain's totals without walking its
 //! nodes.
 
-use super::{DomainId, NodeId, Snapshot};
+use super::{DomainId, NodeId, NodeInfo, Snapshot};
 use crate::resource::Resource;
 
 /// The totals of one domain.
@@ -19,11 +19,32 @@ pub struct DomainTotals {
 }
 
 /// What a node last contributed to its domains.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct NodeShare {
     used: Resource,
     idle: Resource,
     future_idle: Resource,
+}
+
+impl NodeShare {
+    /// What `node` adds to its domains: nothing free when it is out of sync (it takes no new
+    /// pods), and never less than nothing on a dimension, so one overfull node does not hide
+    /// another's room.
+    fn of(node: &NodeInfo, zero: &Resource) -> Self {
+        let free = |r: &Resource| {
+            if node.out_of_sync {
+                return zero.clone();
+            }
+            let mut r = r.clone();
+            r.max_with(zero);
+            r
+        };
+        NodeShare {
+            used: node.used.clone(),
+            idle: free(&node.idle),
+            future_idle: free(&node.future_idle),
+        }
+    }
 }
 
 /// The totals of every domain of the snapshot's topology.
@@ -31,6 +52,7 @@ struct NodeShare {
 pub struct DomainLedger {
     domains: Vec<DomainTotals>,
     nodes: Vec<NodeShare>,
+    zero: Resource,
 }
 
 impl DomainLedger {
@@ -43,17 +65,13 @@ impl DomainLedger {
                 allocatable: zero.clone(),
                 used: zero.clone(),
                 idle: zero.clone(),
-                future_idle: zero,
+                future_idle: zero.clone(),
             };
             topo.domains.len()
         ];
         let mut nodes = Vec::with_capacity(s.nodes.len());
         for (i, node) in s.nodes.iter().enumerate() {
-            let share = NodeShare {
-                used: node.used.clone(),
-                idle: node.idle.clone(),
-                future_idle: node.future_idle.clone(),
-            };
+            let share = NodeShare::of(node, &zero);
             for d in topo.node_domains.get(i).into_iter().flatten() {
                 let t = &mut domains[d.idx()];
                 t.allocatable.add(&node.allocatable);
@@ -63,7 +81,11 @@ impl DomainLedger {
             }
             nodes.push(share);
         }
-        DomainLedger { domains, nodes }
+        DomainLedger {
+            domains,
+            nodes,
+            zero,
+        }
     }
 
     /// Domain `d`'s totals.
@@ -76,26 +98,21 @@ impl DomainLedger {
         let (Some(node), Some(share)) = (s.nodes.get(n.idx()), self.nodes.get_mut(n.idx())) else {
             return;
         };
-        if node.used == share.used
-            && node.future_idle == share.future_idle
-            && node.idle == share.idle
-        {
+        let now = NodeShare::of(node, &self.zero);
+        if now == *share {
             return;
         }
         for d in s.topology.node_domains.get(n.idx()).into_iter().flatten() {
             let t = &mut self.domains[d.idx()];
-            swap(&mut t.used, &share.used, &node.used);
-            swap(&mut t.idle, &share.idle, &node.idle);
-            swap(&mut t.future_idle, &share.future_idle, &node.future_idle);
+            swap(&mut t.used, &share.used, &now.used);
+            swap(&mut t.idle, &share.idle, &now.idle);
+            swap(&mut t.future_idle, &share.future_idle, &now.future_idle);
         }
-        share.used = node.used.clone();
-        share.idle = node.idle.clone();
-        share.future_idle = node.future_idle.clone();
+        *share = now;
     }
 }
 
-/// `total - old + new`, dimension by dimension (no clamping: a total may go negative with an
-/// out-of-sync node, as the node's own numbers do).
+/// `total - old + new`, dimension by dimension.
 fn swap(total: &mut Resource, old: &Resource, new: &Resource) {
     let dims = total.len().max(old.len()).max(new.len());
     for i in 0..dims {

@@ -108,7 +108,7 @@ impl Topology {
         let root = DomainId(domains.len() as u32);
         domains.push(Domain {
             name: CLUSTER_DOMAIN.to_string(),
-            tier: top + 1,
+            tier: top.saturating_add(1),
             nodes: (0..n as u32).map(NodeId).collect(),
         });
         for ds in &mut node_domains {
