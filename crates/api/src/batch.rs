@@ -128,7 +128,7 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(schema_with = "crate::schema::topology_policy")]
     pub topology_policy: String,
-    /// Division of the task's pods into partitions (not used by volcano-rs yet).
+    /// Division of the task's pods into partitions, each placed as a gang of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_policy: Option<PartitionPolicySpec>,
 }

@@ -64,7 +64,7 @@ pub struct PodGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_topology: Option<NetworkTopologySpec>,
     /// Sub-groups of the gang's pods, each a gang of its own that may have its own network
-    /// topology (kept as written; volcano-rs does not place by them yet).
+    /// topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_group_policy: Option<Vec<SubGroupPolicySpec>>,
 }

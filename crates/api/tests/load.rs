@@ -233,7 +233,7 @@ fn pod_group_min_member_must_not_be_negative() {
 }
 
 #[test]
-fn pod_group_network_topology_is_checked_and_sub_groups_are_not_supported() {
+fn pod_group_network_topology_is_checked() {
     let text =
         format!("{PG_HEAD}spec: {{networkTopology: {{mode: hard, highestTierAllowed: 1}}}}\n");
     assert!(load_str(Path::new("s.yaml"), &text).is_ok());
@@ -250,14 +250,57 @@ fn pod_group_network_topology_is_checked_and_sub_groups_are_not_supported() {
         "{PG_HEAD}spec: {{networkTopology: {{highestTierAllowed: 1, highestTierName: leaf}}}}\n"
     );
     assert_error(&text, &["field spec.networkTopology", "simultaneously"]);
-    let text = format!("{PG_HEAD}spec: {{subGroupPolicy: [{{name: a}}]}}\n");
-    assert_error(
-        &text,
-        &[
-            "field spec.subGroupPolicy",
-            "not supported by volcano-rs yet",
-        ],
+}
+
+#[test]
+fn pod_group_sub_group_policies_are_checked_naming_the_field() {
+    let policy = |body: &str| format!("{PG_HEAD}spec: {{subGroupPolicy: [{body}]}}\n");
+    let good = policy(
+        "{name: part, subGroupSize: 2, minSubGroups: 1, matchLabelKeys: [volcano.sh/partition-id], \
+         labelSelector: {matchExpressions: [{key: role, operator: In, values: [w]}]}, \
+         networkTopology: {mode: hard, highestTierAllowed: 1}}",
     );
+    assert!(load_str(Path::new("s.yaml"), &good).is_ok());
+    let cases = [
+        (
+            "{subGroupSize: 2}",
+            "field spec.subGroupPolicy[0].name",
+            "must not be empty",
+        ),
+        (
+            "{name: a}, {name: a}",
+            "field spec.subGroupPolicy[1].name",
+            "names two policies",
+        ),
+        (
+            "{name: a, subGroupSize: 0}",
+            "field spec.subGroupPolicy[0].subGroupSize",
+            "got 0",
+        ),
+        (
+            "{name: a, minSubGroups: -1}",
+            "field spec.subGroupPolicy[0].minSubGroups",
+            "got -1",
+        ),
+        (
+            "{name: a, matchLabelKeys: ['']}",
+            "field spec.subGroupPolicy[0].matchLabelKeys[0]",
+            "must not be empty",
+        ),
+        (
+            "{name: a, labelSelector: {matchExpressions: [{key: k, operator: Near}]}}",
+            "field spec.subGroupPolicy[0].labelSelector.matchExpressions[0].operator",
+            "got \"Near\"",
+        ),
+        (
+            "{name: a, networkTopology: {mode: strict}}",
+            "field spec.subGroupPolicy[0].networkTopology.mode",
+            "got \"strict\"",
+        ),
+    ];
+    for (body, field, message) in cases {
+        assert_error(&policy(body), &["PodGroup team/pg1", field, message]);
+    }
 }
 
 #[test]

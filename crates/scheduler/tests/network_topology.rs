@@ -1,6 +1,7 @@
 //! Network-topology placement, over random clusters of leaves and spines: no gang with a hard
 //! network topology is ever bound across more than one domain of its allowed tier, whatever
-//! else the cluster holds (busy nodes, other gangs, soft gangs, several sessions), and a soft
+//! else the cluster holds (busy nodes, other gangs, soft gangs, several sessions), nor any
+//! partition of a gang with a hard sub-group policy across domains of its tier, and a soft
 //! gang with room in one leaf is kept inside it.
 //!
 //! The domains are checked with the API crate's HyperNode tree, not with the scheduler's
@@ -8,13 +9,14 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use support::*;
 use volcano_api::Objects;
-use volcano_api::scheduling::NetworkTopologySpec;
+use volcano_api::keys::PARTITION_ID;
+use volcano_api::scheduling::{NetworkTopologySpec, SubGroupPolicySpec};
 use volcano_api::topology::tree::{HyperNodeTree, NodeRef};
 use volcano_api::topology::{
     ExactMatch, HyperNode, HyperNodeSpec, MEMBER_HYPER_NODE, MEMBER_NODE, MemberSelector,
@@ -60,6 +62,8 @@ struct GenGang {
     high: bool,
     /// In the second queue (reclaims from the first).
     second_queue: bool,
+    /// Split into partitions of this many pods, each held (hard) to this tier.
+    partitions: Option<(usize, i64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,16 +86,20 @@ fn arb_gang() -> impl Strategy<Value = GenGang> {
         prop::option::of(1i64..4),
         any::<bool>(),
         any::<bool>(),
+        prop::option::of((1usize..4, 1i64..3)),
     )
-        .prop_map(|(size, min, cpu, hard, tier, high, second_queue)| GenGang {
-            size,
-            min: min.min(size).max(1) as i32,
-            cpu_milli: cpu * 1000,
-            hard,
-            tier,
-            high,
-            second_queue,
-        })
+        .prop_map(
+            |(size, min, cpu, hard, tier, high, second_queue, partitions)| GenGang {
+                size,
+                min: min.min(size).max(1) as i32,
+                cpu_milli: cpu * 1000,
+                hard,
+                tier,
+                high,
+                second_queue,
+                partitions,
+            },
+        )
 }
 
 fn arb_cluster() -> impl Strategy<Value = GenCluster> {
@@ -156,7 +164,27 @@ impl GenCluster {
             if g.high {
                 b = b.priority_class("high");
             }
-            let (mut pg, pods) = b.pods(g.size, g.cpu_milli, 1 << 30).build();
+            let (mut pg, mut pods) = b.pods(g.size, g.cpu_milli, 1 << 30).build();
+            if let Some((size, tier)) = g.partitions {
+                for (k, p) in pods.iter_mut().enumerate() {
+                    p.metadata
+                        .labels
+                        .get_or_insert_default()
+                        .insert(PARTITION_ID.to_string(), (k / size).to_string());
+                }
+                pg.spec.sub_group_policy = Some(vec![SubGroupPolicySpec {
+                    name: "part".to_string(),
+                    sub_group_size: Some(size as i32),
+                    min_sub_groups: Some(g.min / size as i32),
+                    match_label_keys: vec![PARTITION_ID.to_string()],
+                    network_topology: Some(NetworkTopologySpec {
+                        mode: "hard".to_string(),
+                        highest_tier_allowed: Some(tier),
+                        ..NetworkTopologySpec::default()
+                    }),
+                    ..SubGroupPolicySpec::default()
+                }]);
+            }
             pg.spec.network_topology = g.tier.map(|t| NetworkTopologySpec {
                 mode: if g.hard { "hard" } else { "soft" }.to_string(),
                 highest_tier_allowed: Some(t),
@@ -169,9 +197,15 @@ impl GenCluster {
     }
 }
 
-/// Every hard gang's pods on nodes are inside one domain of its allowed tier (a tier above
-/// every HyperNode's allows the whole cluster).
-fn check_hard_gangs(objs: &Objects) -> Result<(), TestCaseError> {
+/// Whether every node of `used` is in one domain of tier at most `tier`.
+fn in_one_domain(tree: &HyperNodeTree, tier: i64, used: &BTreeSet<&str>) -> bool {
+    tree.domains
+        .iter()
+        .any(|d| d.tier <= tier && used.iter().all(|n| d.nodes.iter().any(|m| m == n)))
+}
+
+/// The HyperNode tree of the cluster, as the API crate resolves it.
+fn tree_of(objs: &Objects) -> Result<HyperNodeTree, TestCaseError> {
     let nodes: Vec<NodeRef<'_>> = objs
         .nodes
         .iter()
@@ -182,8 +216,14 @@ fn check_hard_gangs(objs: &Objects) -> Result<(), TestCaseError> {
             )
         })
         .collect();
-    let tree = HyperNodeTree::build(&objs.hyper_nodes, &nodes)
-        .map_err(|e| TestCaseError::fail(format!("the generated tree is invalid: {e}")))?;
+    HyperNodeTree::build(&objs.hyper_nodes, &nodes)
+        .map_err(|e| TestCaseError::fail(format!("the generated tree is invalid: {e}")))
+}
+
+/// Every hard gang's pods on nodes are inside one domain of its allowed tier (a tier above
+/// every HyperNode's allows the whole cluster).
+fn check_hard_gangs(objs: &Objects) -> Result<(), TestCaseError> {
+    let tree = tree_of(objs)?;
     let top = tree.domains.iter().map(|d| d.tier).max().unwrap_or(0);
     for pg in &objs.pod_groups {
         let Some(nt) = &pg.spec.network_topology else {
@@ -209,14 +249,47 @@ fn check_hard_gangs(objs: &Objects) -> Result<(), TestCaseError> {
         if used.is_empty() {
             continue;
         }
-        let inside = tree
-            .domains
-            .iter()
-            .any(|d| d.tier <= tier && used.iter().all(|n| d.nodes.iter().any(|m| m == n)));
         prop_assert!(
-            inside,
+            in_one_domain(&tree, tier, &used),
             "hard gang {name} (highest tier {tier}) is on nodes {used:?}, in no single HyperNode of tier <= {tier}"
         );
+    }
+    Ok(())
+}
+
+/// Every hard sub-group's bound pods are inside one domain of its tier.
+fn check_hard_sub_groups(objs: &Objects) -> Result<(), TestCaseError> {
+    let tree = tree_of(objs)?;
+    for pg in &objs.pod_groups {
+        let Some(policy) = pg.spec.sub_group_policy.as_ref().and_then(|p| p.first()) else {
+            continue;
+        };
+        let tier = policy
+            .network_topology
+            .as_ref()
+            .and_then(|nt| nt.highest_tier_allowed)
+            .unwrap_or(i64::MAX);
+        let name = pg.metadata.name.as_deref().unwrap_or("");
+        let mut used: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for p in &objs.pods {
+            let ours = p
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("scheduling.k8s.io/group-name"))
+                .is_some_and(|g| g == name);
+            let part = p.metadata.labels.as_ref().and_then(|l| l.get(PARTITION_ID));
+            let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if let (true, Some(part), Some(node)) = (ours, part, node) {
+                used.entry(part.as_str()).or_default().insert(node);
+            }
+        }
+        for (part, used) in used {
+            prop_assert!(
+                in_one_domain(&tree, tier, &used),
+                "partition {part} of {name} (tier {tier}) is on nodes {used:?}, in no single HyperNode of tier <= {tier}"
+            );
+        }
     }
     Ok(())
 }
@@ -257,6 +330,8 @@ proptest! {
             let d = run_session_n(&objs, &conf, i);
             apply(&mut objs, &d);
             check_hard_gangs(&objs).map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
+            check_hard_sub_groups(&objs)
+                .map_err(|e| TestCaseError::fail(format!("session {i}: {e}")))?;
         }
     }
 }
@@ -278,6 +353,7 @@ fn a_hard_gang_waits_for_one_leaf_and_a_soft_one_does_not() {
             tier: Some(1),
             high: false,
             second_queue: false,
+            partitions: None,
         }],
     };
     let hard = base.objects();
@@ -312,6 +388,7 @@ fn a_broken_tree_holds_topology_gangs_only() {
                 tier: Some(1),
                 high: false,
                 second_queue: false,
+                partitions: None,
             },
             GenGang {
                 size: 1,
@@ -321,6 +398,7 @@ fn a_broken_tree_holds_topology_gangs_only() {
                 tier: None,
                 high: false,
                 second_queue: false,
+                partitions: None,
             },
         ],
     };

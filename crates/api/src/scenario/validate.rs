@@ -19,7 +19,7 @@ use crate::batch::Job;
 use crate::keys;
 use crate::resources;
 use crate::scheduling::{PodGroup, Queue, queue_state};
-use crate::spec_checks::{check_hyper_node, check_network_topology};
+use crate::spec_checks::{check_hyper_node, check_network_topology, check_sub_group_policy};
 
 /// Checks one decoded object.
 pub(super) fn object(site: &Site, object: &Object) -> Result<(), LoadError> {
@@ -209,15 +209,9 @@ fn pod_group(site: &Site, pg: &PodGroup) -> Result<(), LoadError> {
         check_network_topology(nt, "spec.networkTopology")
             .map_err(|e| site.field_error(e.field, e.message))?;
     }
-    if spec
-        .sub_group_policy
-        .as_ref()
-        .is_some_and(|p| !p.is_empty())
-    {
-        return Err(site.field_error(
-            "spec.subGroupPolicy",
-            "not supported by volcano-rs yet (the scheduler would not honour it); remove it from the scenario",
-        ));
+    if let Some(policies) = &spec.sub_group_policy {
+        check_sub_group_policy(policies, "spec.subGroupPolicy")
+            .map_err(|e| site.field_error(e.field, e.message))?;
     }
     quantities(site, "spec.minResources", spec.min_resources.as_ref())
 }

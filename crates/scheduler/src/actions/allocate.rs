@@ -5,8 +5,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::job_queues::JobQueues;
-use super::placer::Placer;
-use super::topology;
+use super::placer::{Goal, Placer};
+use super::{sub_groups, topology};
 use crate::framework::{PriorityQueue, Session};
 use crate::model::{DomainLedger, JobId, NodeId, PgPhase, TaskId, TaskStatus};
 
@@ -75,7 +75,18 @@ pub fn execute(ssn: &mut Session) {
         // them from the job's recorded fit errors.
         let mut failed_roles = failed_roles_by_job.remove(&j).unwrap_or_default();
         let stmt = match topology::constraint(ssn, j) {
-            None => placer.place(ssn, q, j, &mut job_tasks, &mut failed_roles, None),
+            c if sub_groups::applies(ssn, j) => {
+                sub_groups::place(ssn, &mut placer, &mut ledger, q, j, c, &mut job_tasks)
+            }
+            None => placer.place(
+                ssn,
+                q,
+                j,
+                &mut job_tasks,
+                &mut failed_roles,
+                None,
+                Goal::Job,
+            ),
             Some(c) => {
                 let ledger = ledger.get_or_insert_with(|| DomainLedger::new(&ssn.snap));
                 topology::place(

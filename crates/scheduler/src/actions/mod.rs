@@ -9,6 +9,7 @@ mod nodes;
 mod placer;
 mod preempt;
 mod reclaim;
+mod sub_groups;
 mod topology;
 
 pub use crate::framework::conditions::NOT_ENQUEUED;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::nodes::{NodeFinder, PredicateCache, ResourceCheck, Scratch, select_best_node};
 use crate::fit::FitErrors;
 use crate::framework::{PriorityQueue, Session, Statement};
-use crate::model::{JobId, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{JobId, NodeId, QueueId, SubGroup, TaskId, TaskStatus};
 
 /// Whether allocation should go on with the job's other tasks after a failure (Volcano's
 /// `NeedContinueAllocating`): not when every task is needed, nor when a failed role can no
@@ -52,6 +52,38 @@ fn need_continue(ssn: &Session, j: JobId, failed_roles: &BTreeSet<String>) -> bo
     true
 }
 
+/// When a run of placements is done, and whether it goes on after a task finds no node.
+#[derive(Clone, Copy)]
+pub enum Goal<'a> {
+    /// The job is ready.
+    Job,
+    /// This sub-group of the job is ready (Volcano's `allocateResourcesForTasks` for one
+    /// sub-job).
+    SubGroup(&'a SubGroup),
+}
+
+impl Goal<'_> {
+    fn reached(self, ssn: &Session, j: JobId) -> bool {
+        match self {
+            Goal::Job => ssn.job_ready(j),
+            Goal::SubGroup(g) => g.is_ready(&ssn.snap.tasks),
+        }
+    }
+
+    fn go_on(self, ssn: &Session, j: JobId, failed_roles: &BTreeSet<String>) -> bool {
+        match self {
+            Goal::Job => need_continue(ssn, j, failed_roles),
+            // Volcano: a sub-group that needs every pod stops at the first failure; any other
+            // goes on (role minimums are not applied inside sub-groups).
+            Goal::SubGroup(g) => {
+                let job = ssn.snap.job(j);
+                job.min_available as usize != job.tasks.len()
+                    && (g.min_available as usize) < g.tasks.len()
+            }
+        }
+    }
+}
+
 /// What placing tasks reuses from job to job within one action.
 pub struct Placer {
     cache: PredicateCache,
@@ -76,9 +108,10 @@ impl Placer {
         }
     }
 
-    /// Places `j`'s tasks in task order, on `domain`'s nodes only when one is given, until the
-    /// job is ready or a failure ends it (a failed task's role stays failed); returns the
+    /// Places `j`'s tasks in task order, on `domain`'s nodes only when one is given, until
+    /// `goal` is reached or a failure ends it (a failed task's role stays failed); returns the
     /// statement of the placements, not yet committed.
+    #[allow(clippy::too_many_arguments)]
     pub fn place(
         &mut self,
         ssn: &mut Session,
@@ -87,6 +120,7 @@ impl Placer {
         job_tasks: &mut PriorityQueue<TaskId>,
         failed_roles: &mut BTreeSet<String>,
         domain: Option<&[NodeId]>,
+        goal: Goal<'_>,
     ) -> Statement {
         let mut stmt = Statement::new();
         while let Some(t) = job_tasks.pop(&mut |a, b| ssn.task_order_less(a, b)) {
@@ -119,7 +153,7 @@ impl Placer {
                     .fit_errors
                     .insert(t, FitErrors::task_error(nodes_total, e.reason));
                 failed_roles.insert(role.clone().unwrap_or_default());
-                if need_continue(ssn, j, failed_roles) {
+                if goal.go_on(ssn, j, failed_roles) {
                     continue;
                 }
                 break;
@@ -142,7 +176,7 @@ impl Placer {
             let Some(node) = select_best_node(ssn, t, candidates, &mut self.scratch) else {
                 ssn.snap.job_mut(j).fit_errors.insert(t, fe);
                 failed_roles.insert(role.unwrap_or_default());
-                if need_continue(ssn, j, failed_roles) {
+                if goal.go_on(ssn, j, failed_roles) {
                     continue;
                 }
                 break;
@@ -158,7 +192,7 @@ impl Placer {
             if ssn.snap.job(j).fit_errors.contains_key(&t) {
                 ssn.snap.job_mut(j).fit_errors.remove(&t);
             }
-            if ssn.job_ready(j) {
+            if goal.reached(ssn, j) {
                 break;
             }
         }

@@ -9,9 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use volcano_api::scheduling::NetworkTopologySpec;
 use volcano_api::spec_checks::MODE_SOFT;
 
-use super::placer::Placer;
+use super::placer::{Goal, Placer};
 use crate::conf::PluginKind;
 use crate::framework::conditions::NETWORK_TOPOLOGY;
 use crate::framework::{PriorityQueue, Session, Statement};
@@ -37,6 +38,12 @@ pub(super) enum Constraint {
 /// The constraint of job `j`, when it has a network topology the session holds it to.
 pub(super) fn constraint(ssn: &Session, j: JobId) -> Option<Constraint> {
     let nt = ssn.snap.job(j).network_topology.as_ref()?;
+    limit(ssn, nt)
+}
+
+/// What network topology `nt` (a job's or a sub-group's) asks of this session; `None` when the
+/// session does not search HyperNodes.
+pub(super) fn limit(ssn: &Session, nt: &NetworkTopologySpec) -> Option<Constraint> {
     if !ssn.hyper_node_gradient() {
         return None;
     }
@@ -156,11 +163,79 @@ impl EvictionScope {
 }
 
 /// How a candidate domain fell short.
-enum Shortfall {
+pub(super) enum Shortfall {
     /// Its free resources are below what the gang needs at least.
     Short(Resource),
     /// A dry run placed this many of the pods the gang still needed.
     Held(usize),
+    /// Placing into it failed for this reason.
+    Refused(String),
+}
+
+/// The domains a gang (or sub-group) may try, and those ruled out before any dry run.
+pub(super) struct Candidates {
+    /// Domains by tier, lowest first; within a tier the best scored first, then the one
+    /// holding more of the gang, then by name.
+    pub by_tier: Vec<Vec<DomainId>>,
+    /// Domains whose free room is below the gang's need.
+    pub shortfalls: Vec<(DomainId, Shortfall)>,
+}
+
+/// The domains of tier at most `tier` inside `root` that job `j`'s pods could go into: with
+/// `need` (what must be free, see [`need`]) when the gang has no pod placed yet, scored for
+/// `request`; `placed` are the nodes its placed pods hold.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn candidates(
+    ssn: &Session,
+    ledger: &DomainLedger,
+    j: JobId,
+    tier: i64,
+    root: DomainId,
+    need: Option<&(Option<Resource>, Resource)>,
+    request: &Resource,
+    placed: &[NodeId],
+) -> Candidates {
+    let topo = &ssn.snap.topology;
+    let mut shortfalls: Vec<(DomainId, Shortfall)> = Vec::new();
+    let mut by_tier: BTreeMap<i64, Vec<(DomainId, f64, usize)>> = BTreeMap::new();
+    for (i, dom) in topo.domains.iter().enumerate() {
+        let d = DomainId(i as u32);
+        if dom.tier > tier || dom.nodes.is_empty() || !within(topo, root, d) {
+            continue;
+        }
+        let totals = ledger.totals(d);
+        if let Some((min_resources, least)) = need {
+            let admits = min_resources
+                .as_ref()
+                .is_none_or(|m| m.fits_in(&totals.idle) || m.fits_in(&totals.future_idle));
+            if !admits || !least.fits_in(&totals.future_idle) {
+                let mut short = least.exceeded_part(&totals.future_idle);
+                if let Some(m) = min_resources {
+                    short.max_with(&m.exceeded_part(&totals.future_idle));
+                }
+                shortfalls.push((d, Shortfall::Short(short)));
+                continue;
+            }
+        }
+        let score = ssn.score_hyper_node(j, request, d, totals);
+        let here = placed.iter().filter(|&&n| topo.contains(d, n)).count();
+        by_tier.entry(dom.tier).or_default().push((d, score, here));
+    }
+    let by_tier = by_tier
+        .into_values()
+        .map(|mut ds| {
+            ds.sort_by(|a, b| {
+                b.1.total_cmp(&a.1)
+                    .then(b.2.cmp(&a.2))
+                    .then_with(|| topo.domain(a.0).name.cmp(&topo.domain(b.0).name))
+            });
+            ds.into_iter().map(|(d, _, _)| d).collect()
+        })
+        .collect();
+    Candidates {
+        by_tier,
+        shortfalls,
+    }
 }
 
 /// Places `j` under constraint `c` (see the module documentation); returns the statement of
@@ -200,46 +275,28 @@ pub(super) fn place(
     };
     // A gang with pods running is not held to the free room of a domain: it adds to one.
     let need = allocated.is_none().then(|| need(ssn, j));
-    let mut shortfalls: Vec<(DomainId, Shortfall)> = Vec::new();
-    let mut by_tier: BTreeMap<i64, Vec<(DomainId, f64, usize)>> = BTreeMap::new();
     // Volcano scores a domain by the whole gang's request, its running pods included.
     let mut request = ssn.snap.dims.zero();
     for &t in &ssn.snap.job(j).tasks {
         request.add(&ssn.snap.task(t).resreq);
     }
-    for (i, dom) in topo.domains.iter().enumerate() {
-        let d = DomainId(i as u32);
-        if dom.tier > tier || dom.nodes.is_empty() || !within(&topo, root, d) {
-            continue;
-        }
-        let totals = ledger.totals(d);
-        if let Some((min_resources, least)) = &need {
-            let admits = min_resources
-                .as_ref()
-                .is_none_or(|m| m.fits_in(&totals.idle) || m.fits_in(&totals.future_idle));
-            if !admits || !least.fits_in(&totals.future_idle) {
-                let mut short = least.exceeded_part(&totals.future_idle);
-                if let Some(m) = min_resources {
-                    short.max_with(&m.exceeded_part(&totals.future_idle));
-                }
-                shortfalls.push((d, Shortfall::Short(short)));
-                continue;
-            }
-        }
-        let score = ssn.score_hyper_node(j, &request, d, totals);
-        let here = running.iter().filter(|&&n| topo.contains(d, n)).count();
-        by_tier.entry(dom.tier).or_default().push((d, score, here));
-    }
+    let Candidates {
+        by_tier,
+        mut shortfalls,
+    } = candidates(
+        ssn,
+        ledger,
+        j,
+        tier,
+        root,
+        need.as_ref(),
+        &request,
+        &running,
+    );
     // A job already at its minimum still waits for its next pod.
     let still_needed = pods_needed(ssn, j).max(1);
-    for (_, mut candidates) in by_tier {
-        // Best score first; ties go to the domain holding more of the gang, then to the name.
-        candidates.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then(b.2.cmp(&a.2))
-                .then_with(|| topo.domain(a.0).name.cmp(&topo.domain(b.0).name))
-        });
-        for (d, _, _) in candidates {
+    for candidates in by_tier {
+        for d in candidates {
             placer.forget_failures(j);
             if !ssn.snap.job(j).fit_errors.is_empty() {
                 ssn.snap.job_mut(j).fit_errors.clear();
@@ -253,6 +310,7 @@ pub(super) fn place(
                 &mut tasks,
                 &mut roles,
                 Some(&topo.domain(d).nodes),
+                Goal::Job,
             );
             if !stmt.is_empty() && (ssn.job_ready(j) || ssn.job_pipelined(j)) {
                 *job_tasks = tasks;
@@ -266,15 +324,17 @@ pub(super) fn place(
     }
     placer.forget_failures(j);
     if !hard {
-        return placer.place(ssn, q, j, job_tasks, failed_roles, None);
+        return placer.place(ssn, q, j, job_tasks, failed_roles, None, Goal::Job);
     }
-    let why = reason(ssn, &topo, tier, root, still_needed, shortfalls);
+    let pods = format!("{still_needed} pod(s) of the gang");
+    let head = must_go(&topo, tier, root, &pods, " (where its pods run)");
+    let why = reason(ssn, &topo, head, shortfalls);
     blocked(ssn, j, job_tasks, why)
 }
 
 /// Records why `j` gets nothing and gives up its waiting tasks for this action (a job already
 /// at its minimum would otherwise come back for them, and be refused again, forever).
-fn blocked(
+pub(super) fn blocked(
     ssn: &mut Session,
     j: JobId,
     job_tasks: &mut PriorityQueue<TaskId>,
@@ -298,7 +358,7 @@ fn running_nodes(ssn: &Session, j: JobId) -> Vec<NodeId> {
 }
 
 /// Whether domain `d` lies inside `root`.
-fn within(topo: &Topology, root: DomainId, d: DomainId) -> bool {
+pub(super) fn within(topo: &Topology, root: DomainId, d: DomainId) -> bool {
     if root == topo.root() || root == d {
         return true;
     }
@@ -329,7 +389,7 @@ fn gang_decides(ssn: &Session) -> bool {
 /// What a domain must have free for the gang: the PodGroup's `minResources` (Volcano's check,
 /// against idle or future idle), and a bound no placement can beat (the pods still needed,
 /// each at least the smallest request of a waiting pod, against future idle).
-fn need(ssn: &Session, j: JobId) -> (Option<Resource>, Resource) {
+pub(super) fn need(ssn: &Session, j: JobId) -> (Option<Resource>, Resource) {
     let s = &ssn.snap;
     let job = s.job(j);
     let mut smallest: Option<Resource> = None;
@@ -357,26 +417,32 @@ fn need(ssn: &Session, j: JobId) -> (Option<Resource>, Resource) {
     (job.min_resources.clone(), least)
 }
 
-/// The job-level message of a hard gang no domain could hold.
-fn reason(
-    ssn: &Session,
+/// Where a hard gang's pods must go: `pods` into one domain of tier at most `tier` inside
+/// `root` (`root_is` saying what `root` is to them), for the head of a reason.
+pub(super) fn must_go(
     topo: &Topology,
     tier: i64,
     root: DomainId,
-    still_needed: usize,
-    mut shortfalls: Vec<(DomainId, Shortfall)>,
+    pods: &str,
+    root_is: &str,
 ) -> String {
     let inside = if root == topo.root() {
         String::new()
     } else {
-        format!(
-            " inside HyperNode {} (where its pods run)",
-            topo.domain(root).name
-        )
+        format!(" inside HyperNode {}{root_is}", topo.domain(root).name)
     };
-    let head = format!(
-        "networkTopology hard, highest tier {tier}: {still_needed} pod(s) of the gang must all go into one HyperNode of tier <= {tier}{inside}"
-    );
+    format!(
+        "networkTopology hard, highest tier {tier}: {pods} must all go into one HyperNode of tier <= {tier}{inside}"
+    )
+}
+
+/// The message of a hard gang no domain could hold: `head`, then how short each domain was.
+pub(super) fn reason(
+    ssn: &Session,
+    topo: &Topology,
+    head: String,
+    mut shortfalls: Vec<(DomainId, Shortfall)>,
+) -> String {
     if shortfalls.is_empty() {
         return format!("{head}, and there is none");
     }
@@ -393,8 +459,9 @@ fn reason(
                     dom.tier,
                     ssn.snap.dims.describe(r)
                 ),
+                Shortfall::Refused(why) => format!("{} (tier {}): {why}", dom.name, dom.tier),
                 Shortfall::Held(n) => format!(
-                    "{} (tier {}) cannot hold the gang ({n} pod(s) placed before one found no node)",
+                    "{} (tier {}) cannot hold them ({n} pod(s) placed before one found no node)",
                     dom.name, dom.tier
                 ),
             }

@@ -484,6 +484,13 @@ fn job_info(
         fit_errors: BTreeMap::new(),
         job_fit_error: None,
         network_topology: pg.spec.network_topology.clone().map(Arc::new),
+        sub_group_policy: pg
+            .spec
+            .sub_group_policy
+            .clone()
+            .filter(|p| !p.is_empty())
+            .map(Arc::new),
+        sub_groups: None,
         key,
     }))
 }

@@ -74,6 +74,7 @@ impl Session {
         build: &mut PluginBuilder<'_>,
     ) -> Session {
         snap.build_node_table();
+        snap.index_sub_groups();
         let mut tiers: Vec<Vec<PluginSlot>> = Vec::with_capacity(conf.tiers.len());
         for tier in &conf.tiers {
             let mut slots = Vec::with_capacity(tier.plugins.len());

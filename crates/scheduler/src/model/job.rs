@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use volcano_api::NamespacedName;
-use volcano_api::scheduling::{NetworkTopologySpec, PodGroupCondition, PodGroupStatus, phase};
+use volcano_api::scheduling::{
+    NetworkTopologySpec, PodGroupCondition, PodGroupStatus, SubGroupPolicySpec, phase,
+};
 
-use super::{QueueId, TaskId, TaskStatus};
+use super::{QueueId, SubGroups, TaskId, TaskStatus};
 use crate::fit::FitErrors;
 use crate::resource::Resource;
 
@@ -94,6 +96,10 @@ pub struct JobInfo {
     pub job_fit_error: Option<(String, String)>,
     /// How close in the network the gang's pods must be (`spec.networkTopology`).
     pub network_topology: Option<Arc<NetworkTopologySpec>>,
+    /// `spec.subGroupPolicy`, when it names any policy.
+    pub sub_group_policy: Option<Arc<Vec<SubGroupPolicySpec>>>,
+    /// The sub-groups `sub_group_policy` makes of the tasks, built when a session opens.
+    pub sub_groups: Option<Arc<SubGroups>>,
 }
 
 impl JobInfo {

@@ -15,6 +15,7 @@ mod queue;
 mod snapshot;
 mod snapshot_state;
 pub mod storage;
+mod sub_group;
 mod task;
 pub mod topology;
 
@@ -25,6 +26,7 @@ pub use node::NodeInfo;
 pub use node_set::NodeSet;
 pub use queue::{QueueInfo, QueueState};
 pub use snapshot::{NodeRequest, Snapshot};
+pub use sub_group::{SubGroup, SubGroups, occupied};
 pub use task::{TaskInfo, TaskStatus};
 pub use topology::{DomainId, Topology};
 

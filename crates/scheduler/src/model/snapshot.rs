@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::node_table::{self, NodeTable, RowRequest, ScoreInputs};
 use super::{
-    ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, TaskId, TaskInfo,
-    TaskStatus, Topology,
+    ClusterObjects, JobId, JobInfo, NodeId, NodeInfo, QueueId, QueueInfo, SubGroups, TaskId,
+    TaskInfo, TaskStatus, Topology,
 };
 use crate::resource::{Dims, Resource};
 
@@ -82,6 +82,23 @@ impl Snapshot {
     pub fn node_mut(&mut self, id: NodeId) -> &mut NodeInfo {
         self.node_table = None;
         Arc::make_mut(&mut self.nodes[id.idx()])
+    }
+
+    /// Splits the tasks of every job with a `subGroupPolicy` into its sub-groups.
+    pub fn index_sub_groups(&mut self) {
+        for j in self.job_ids() {
+            let Some(policies) = self.job(j).sub_group_policy.clone() else {
+                continue;
+            };
+            let job = self.job(j);
+            let groups = SubGroups::of(
+                &self.tasks,
+                &job.tasks,
+                &policies,
+                job.network_topology.as_ref(),
+            );
+            self.job_mut(j).sub_groups = Some(Arc::new(groups));
+        }
     }
 
     /// Copies every node's hot numbers into the dense table the node scans read.

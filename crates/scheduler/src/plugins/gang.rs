@@ -9,7 +9,7 @@ use volcano_api::scheduling::PodGroupCondition;
 use crate::framework::conditions::{NOT_ENOUGH_RESOURCES, SCHEDULED, UNSCHEDULABLE};
 use crate::framework::pending::{gang_unschedulable, largest_node, satisfied_by_releasing};
 use crate::framework::{EvictionUnit, Plugin, Vote};
-use crate::model::{JobId, Snapshot, TaskId, TaskStatus};
+use crate::model::{JobId, Snapshot, TaskId, TaskStatus, occupied};
 
 /// The gang plugin.
 pub struct Gang;
@@ -49,10 +49,13 @@ fn roles_satisfied(s: &Snapshot, j: JobId, counts: impl Fn(TaskStatus, bool) -> 
         .all(|(role, min)| have.get(role).copied().unwrap_or(0) >= *min)
 }
 
-fn occupied(status: TaskStatus, best_effort: bool) -> bool {
-    status.is_allocated()
-        || status == TaskStatus::Succeeded
-        || (status == TaskStatus::Pending && best_effort)
+/// Whether every `minSubGroups` of the job's sub-group policies is met by sub-groups whose
+/// tasks `counts` reach their size (Volcano's `CheckSubJobReady`/`CheckSubJobPipelined`).
+fn sub_groups_satisfied(s: &Snapshot, j: JobId, counts: impl Fn(TaskStatus, bool) -> bool) -> bool {
+    s.job(j)
+        .sub_groups
+        .as_ref()
+        .is_none_or(|g| g.short_policy(&s.tasks, counts).is_none())
 }
 
 /// Sets the condition of `type_`, replacing the previous one of that type: at most one per type.
@@ -179,6 +182,14 @@ impl Plugin for Gang {
                 }
             }
         }
+        if let Some((policy, have, min)) = job.sub_groups.as_ref().and_then(|g| g.too_few()) {
+            return Some(Err((
+                "NotEnoughPodsOfTask".to_string(),
+                format!(
+                    "not enough sub-groups of subGroupPolicy {policy:?} for gang-scheduling: {have} formed by the pods' labels, minSubGroups {min}"
+                ),
+            )));
+        }
         let valid_num = job.valid_task_num();
         if i64::from(valid_num) < i64::from(job.min_available) {
             return Some(Err((
@@ -193,13 +204,18 @@ impl Plugin for Gang {
     }
 
     fn job_ready(&self, s: &Snapshot, j: JobId) -> Option<bool> {
-        Some(roles_satisfied(s, j, occupied) && s.job(j).is_ready())
+        Some(
+            roles_satisfied(s, j, occupied)
+                && sub_groups_satisfied(s, j, occupied)
+                && s.job(j).is_ready(),
+        )
     }
 
     fn job_pipelined(&self, s: &Snapshot, j: JobId) -> Option<Vote> {
-        let ok = roles_satisfied(s, j, |st, be| {
-            occupied(st, be) || st == TaskStatus::Pipelined
-        }) && s.job(j).is_pipelined();
+        let counts = |st, be| occupied(st, be) || st == TaskStatus::Pipelined;
+        let ok = roles_satisfied(s, j, counts)
+            && sub_groups_satisfied(s, j, counts)
+            && s.job(j).is_pipelined();
         Some(if ok { Vote::Permit } else { Vote::Reject })
     }
 
