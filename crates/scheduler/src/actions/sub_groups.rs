@@ -121,11 +121,17 @@ pub(super) fn place(
             topology::reason(ssn, &topo, head, shortfalls)
         }
         None => {
-            let why: Vec<String> = failures
+            let mut why: Vec<String> = failures
                 .into_iter()
                 .flat_map(|(_, w)| w)
                 .map(|f| f.long)
                 .collect();
+            if why.is_empty() {
+                // Every domain was ruled out by its free room before any dry run.
+                let topo = Arc::clone(&ssn.snap.topology);
+                let head = "the gang's sub-groups fit in no HyperNode, nor in the whole cluster";
+                why.push(topology::reason(ssn, &topo, head.to_string(), shortfalls));
+            }
             if !needs_ledger {
                 // No domain was searched: the tasks' own fit errors say why.
                 *job_tasks = PriorityQueue::new();
@@ -193,14 +199,21 @@ impl Attempt<'_, '_, '_> {
                 if queues[g].is_empty() || refused.contains(&g) {
                     continue;
                 }
+                let was_ready = groups.groups[g].is_ready(&self.ssn.snap.tasks);
                 match self.place_group(&groups.groups[g], &mut queues[g]) {
                     Ok(s) => {
                         progress |= !s.is_empty();
                         stmt.merge(s);
                     }
                     Err(why) => {
+                        // Out for the rest of the action, as Volcano drops a sub-job that
+                        // found no place from the job's worksheet; a ready one just stops
+                        // growing, which is no failure of the job.
                         refused.insert(g);
-                        failures.push(why);
+                        queues[g] = PriorityQueue::new();
+                        if !was_ready {
+                            failures.push(why);
+                        }
                     }
                 }
                 if !stmt.is_empty() && self.ssn.job_ready(j) {
@@ -346,9 +359,8 @@ impl Attempt<'_, '_, '_> {
 }
 
 impl Attempt<'_, '_, '_> {
-    /// A dry run of sub-group `g` on domain `d`'s nodes: its placements when it is ready or
-    /// pipelined after them (or was ready before and took none), else how many it placed
-    /// before they were undone.
+    /// A dry run of sub-group `g` on domain `d`'s nodes: its placements when it placed some
+    /// and is ready or pipelined after them, else how many it placed before they were undone.
     fn dry_run(
         &mut self,
         g: &SubGroup,
@@ -356,7 +368,6 @@ impl Attempt<'_, '_, '_> {
         d: DomainId,
     ) -> Result<Statement, usize> {
         let ssn = &mut *self.ssn;
-        let was_ready = g.is_ready(&ssn.snap.tasks);
         self.placer.forget_failures(self.j);
         let topo = Arc::clone(&ssn.snap.topology);
         let domain = (d != topo.root()).then(|| topo.domain(d).nodes.as_slice());
@@ -372,11 +383,10 @@ impl Attempt<'_, '_, '_> {
             domain,
             Goal::SubGroup(g),
         );
-        let kept = if stmt.is_empty() {
-            was_ready
-        } else {
-            g.is_ready(&ssn.snap.tasks) || g.is_pipelined(&ssn.snap.tasks)
-        };
+        // Nothing placed is no answer, even for a sub-group already ready: the next domain is
+        // tried, as Volcano skips an empty statement.
+        let kept =
+            !stmt.is_empty() && (g.is_ready(&ssn.snap.tasks) || g.is_pipelined(&ssn.snap.tasks));
         if kept {
             *tasks = left;
             return Ok(stmt);

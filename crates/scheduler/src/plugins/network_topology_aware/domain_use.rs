@@ -6,16 +6,16 @@ use std::collections::HashMap;
 use crate::model::{DomainId, NodeId, Snapshot, TaskId};
 use crate::resource::Resource;
 
-/// Per-domain totals over the real HyperNodes (the virtual cluster domain is left out).
+/// Per-domain totals over the HyperNodes and the virtual cluster domain above them (Volcano's
+/// cluster-top hypernode, which its scores count as the highest tier).
 pub(super) struct DomainUse {
     allocatable: Vec<Resource>,
     used: Vec<Resource>,
     /// Where each task placed in this session went: an undone placement has forgotten its
     /// node by the time the plugin hears of it.
     placed: HashMap<TaskId, NodeId>,
-    /// Lowest and highest tier of any HyperNode.
-    pub min_tier: i64,
-    pub max_tier: i64,
+    /// The tiers there are, lowest first; the last is the cluster domain's.
+    pub tiers: Vec<i64>,
 }
 
 impl DomainUse {
@@ -25,26 +25,34 @@ impl DomainUse {
         if !topo.has_hyper_nodes() || topo.not_ready.is_some() {
             return None;
         }
-        let real = topo.domains.len() - 1;
         let zero = s.dims.zero();
-        let mut allocatable = vec![zero.clone(); real];
-        let mut used = vec![zero; real];
+        let mut allocatable = vec![zero.clone(); topo.domains.len()];
+        let mut used = vec![zero; topo.domains.len()];
         for (i, node) in s.nodes.iter().enumerate() {
             for d in topo.node_domains.get(i).into_iter().flatten() {
-                if d.idx() < real {
-                    allocatable[d.idx()].add(&node.allocatable);
-                    used[d.idx()].add(&node.used);
-                }
+                allocatable[d.idx()].add(&node.allocatable);
+                used[d.idx()].add(&node.used);
             }
         }
-        let tiers = topo.domains[..real].iter().map(|d| d.tier);
+        let mut tiers: Vec<i64> = topo.domains.iter().map(|d| d.tier).collect();
+        tiers.sort_unstable();
+        tiers.dedup();
         Some(DomainUse {
-            min_tier: tiers.clone().min().unwrap_or(1),
-            max_tier: tiers.max().unwrap_or(1),
+            tiers,
             allocatable,
             used,
             placed: HashMap::new(),
         })
+    }
+
+    /// Lowest tier.
+    pub fn min_tier(&self) -> i64 {
+        self.tiers.first().copied().unwrap_or(1)
+    }
+
+    /// Highest tier (the cluster domain's).
+    pub fn max_tier(&self) -> i64 {
+        self.tiers.last().copied().unwrap_or(1)
     }
 
     /// Allocatable and used resources of domain `d`.

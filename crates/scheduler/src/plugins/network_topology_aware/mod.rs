@@ -22,8 +22,8 @@ const MAX_NODE_SCORE: f64 = 100.0;
 /// The network-topology-aware plugin.
 pub struct NetworkTopologyAware {
     weight: f64,
-    /// Binpack weight per dimension (0 = not scored).
-    resource_weights: Vec<f64>,
+    /// Binpack weight per dimension; `None` for a resource not configured (not looked at).
+    resource_weights: Vec<Option<f64>>,
     /// Whether pods without a network topology are scored (`hypernode.binpack.normal-pod.enable`).
     normal_pods: bool,
     /// How much less each tier above the first counts for them
@@ -39,17 +39,18 @@ impl NetworkTopologyAware {
     /// weight counts as the default 1, as Volcano reads it.
     pub fn new(args: &Arguments, s: &Snapshot) -> Self {
         let positive = |v: f64| if v < 0.0 { 1.0 } else { v };
-        let mut resource_weights = vec![0.0; s.dims.len()];
-        resource_weights[CPU_DIM] = positive(args.f64_or("hypernode.binpack.cpu", 1.0));
-        resource_weights[MEMORY_DIM] = positive(args.f64_or("hypernode.binpack.memory", 1.0));
+        let mut resource_weights = vec![None; s.dims.len()];
+        resource_weights[CPU_DIM] = Some(positive(args.f64_or("hypernode.binpack.cpu", 1.0)));
+        resource_weights[MEMORY_DIM] = Some(positive(args.f64_or("hypernode.binpack.memory", 1.0)));
         if let Some(list) = args.str("hypernode.binpack.resources") {
             for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 if let Some(d) = s.dims.index(name)
                     && d != CPU_DIM
                     && d != MEMORY_DIM
                 {
-                    resource_weights[d] =
-                        positive(args.f64_or(&format!("hypernode.binpack.resources.{name}"), 1.0));
+                    resource_weights[d] = Some(positive(
+                        args.f64_or(&format!("hypernode.binpack.resources.{name}"), 1.0),
+                    ));
                 }
             }
         }
@@ -64,14 +65,16 @@ impl NetworkTopologyAware {
         }
     }
 
-    /// How full `req` would leave `alloc`/`used`, weighted over the resources asked for
-    /// (0..=1); 0 when it would not fit.
+    /// How full `req` would leave `alloc`/`used`, weighted over the configured resources asked
+    /// for (0..=1); 0 when it would not fit one of them, even one weighted 0 (as in Volcano).
     fn binpack(&self, req: &Resource, alloc: &Resource, used: &Resource) -> f64 {
         let mut score = 0.0;
         let mut weights = 0.0;
         for (dim, r) in req.iter() {
-            let w = self.resource_weights.get(dim).copied().unwrap_or(0.0);
-            if dim == PODS_DIM || r <= 0 || w == 0.0 {
+            let Some(w) = self.resource_weights.get(dim).copied().flatten() else {
+                continue;
+            };
+            if dim == PODS_DIM || r <= 0 {
                 continue;
             }
             let (u, a) = (used.get(dim), alloc.get(dim));
@@ -95,7 +98,8 @@ impl NetworkTopologyAware {
             .get(n.idx())
             .map_or(&[][..], Vec::as_slice);
         let (mut total, mut weights) = (0.0, 0.0);
-        for tier in du.min_tier..=du.max_tier {
+        // Only the tiers there are: a HyperNode may have any tier up to 2^31-1.
+        for &tier in &du.tiers {
             let w = self
                 .fading
                 .powi((tier - 1).clamp(0, i32::MAX as i64) as i32);
@@ -130,15 +134,12 @@ impl NetworkTopologyAware {
         let common = topo.node_domains[n.idx()].iter().find(|&&d| {
             topo.domain(d).tier >= a.tier && a.nodes.first().is_some_and(|&m| topo.contains(d, m))
         });
+        // The cluster domain is the highest tier, so sharing only it scores 0.
+        let (min, max) = (du.min_tier(), du.max_tier());
         match common {
-            Some(&d) if d != topo.root() => {
-                if du.min_tier == du.max_tier {
-                    return 1.0;
-                }
-                let tier = topo.domain(d).tier;
-                (du.max_tier - tier) as f64 / (du.max_tier - du.min_tier) as f64
-            }
-            _ => 0.0,
+            Some(&d) if max > min => (max - topo.domain(d).tier) as f64 / (max - min) as f64,
+            Some(_) => 1.0,
+            None => 0.0,
         }
     }
 }
