@@ -9,7 +9,7 @@ use super::evict::{
     Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
     victims_could_suffice,
 };
-use super::topology;
+use super::{sub_groups, topology};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{DomainId, JobId, NodeId, QueueId, TaskId, TaskStatus};
 
@@ -29,7 +29,11 @@ pub fn execute(ssn: &mut Session) {
     let mut under_request: HashMap<QueueId, Vec<JobId>> = HashMap::new();
     let mut queues = PriorityQueue::new();
     for j in ssn.jobs() {
-        if ssn.snap.job(j).is_pending() || ssn.job_valid(j).is_err() || !ssn.job_starving(j) {
+        if ssn.snap.job(j).is_pending()
+            || ssn.job_valid(j).is_err()
+            || !ssn.job_starving(j)
+            || sub_groups::evicts_for_none(ssn, j)
+        {
             continue;
         }
         let q = ssn.snap.job(j).queue;

@@ -8,7 +8,7 @@ use super::evict::{
     Mode, candidate_nodes, guard, in_victim_order, make_room, preemptor_fits, spare_unneeded,
     victims_could_suffice,
 };
-use super::topology;
+use super::{sub_groups, topology};
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::{DomainId, JobId, QueueId, TaskId, TaskStatus};
 
@@ -27,7 +27,7 @@ pub fn execute(ssn: &mut Session) {
             seen.push(q);
             queues.push(q, &mut |a, b| ssn.queue_order_less(a, b));
         }
-        if ssn.job_starving(j) {
+        if ssn.job_starving(j) && !sub_groups::evicts_for_none(ssn, j) {
             preemptors
                 .entry(q)
                 .or_default()

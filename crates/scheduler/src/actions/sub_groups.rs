@@ -24,6 +24,17 @@ pub(super) fn applies(ssn: &Session, j: JobId) -> bool {
     ssn.snap.job(j).sub_groups.is_some()
 }
 
+/// Whether some sub-group of job `j` has a network topology of its own: `preempt` and
+/// `reclaim` evict for no such job, since they place pods one by one and could not keep each
+/// sub-group to its domain (Volcano's preempt skips them too), so nothing is evicted in vain.
+pub(super) fn evicts_for_none(ssn: &Session, j: JobId) -> bool {
+    ssn.snap.job(j).sub_groups.as_ref().is_some_and(|g| {
+        g.groups
+            .iter()
+            .any(|g| g.policy.is_some() && g.network_topology.is_some())
+    })
+}
+
 /// Places `j` sub-group by sub-group (see the module documentation), under the job's own
 /// constraint `job_c`; returns the statement the caller commits, keeps or discards.
 pub(super) fn place(
