@@ -145,6 +145,11 @@ impl RealControlPlane {
                 ],
                 path.join("kube-controller-manager.log"),
             )?);
+        } else {
+            // Nobody else makes the ServiceAccount that admission gives every pod of the
+            // default namespace, and without it each pod is refused.
+            let admin = plane.admin()?;
+            crate::install::ensure_service_account(&admin, "default", "default").await?;
         }
         Ok(plane)
     }
