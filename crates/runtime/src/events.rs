@@ -1,17 +1,95 @@
 //! Events through `events.k8s.io/v1`. The components decide events only on transitions;
 //! repeats of one event from this process are aggregated into its series (kube-rs's
-//! recorder), never created anew. Publishing runs on its own task behind a bounded queue, so a
-//! slow API server never holds up a session, and memory stays bounded whatever the rate.
+//! recorder), never created anew. Publishing runs on its own workers behind a backlog, so a
+//! slow API server never holds up a session. The backlog never drops an event: an event
+//! repeated while it waits is taken into the waiting one (its latest message kept), and once
+//! the backlog is full, new events are combined with the waiting ones of the same kind,
+//! namespace and reason, as Kubernetes' own event aggregator combines similar events. Memory
+//! stays bounded whatever the rate.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use kube::Client;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use volcano_api::event::{Event, EventType};
 use volcano_api::k8s_openapi::api::core::v1::ObjectReference;
 use volcano_api::{ObjectKind, ObjectRef};
 
-/// Events waiting to be written; past this, new ones are dropped with a warning.
+/// Distinct events waiting to be written; past this, new ones are combined with similar
+/// waiting ones.
 pub const EVENT_QUEUE: usize = 1024;
+
+/// Events written at once.
+const PUBLISHERS: usize = 4;
+
+/// What makes two waiting events one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Same {
+    /// The same event about the same object.
+    Event(ObjectRef, String, bool),
+    /// Similar events (kind, namespace, reason, type) combined once the backlog was full.
+    Similar(ObjectKind, String, String, bool),
+}
+
+#[derive(Debug)]
+struct Waiting {
+    event: Event,
+    uid: Option<String>,
+    /// Events taken into this one.
+    count: u64,
+}
+
+#[derive(Debug, Default)]
+struct Backlog {
+    order: VecDeque<Same>,
+    waiting: HashMap<Same, Waiting>,
+}
+
+impl Backlog {
+    /// Takes `e` in: into the same waiting event, else as a new one, else (full) into the
+    /// similar ones' combined event.
+    fn take(&mut self, e: Event, uid: Option<String>) {
+        let warning = matches!(e.type_, EventType::Warning);
+        let same = Same::Event(e.object.clone(), e.reason.clone(), warning);
+        let key = if self.waiting.contains_key(&same) || self.waiting.len() < EVENT_QUEUE {
+            same
+        } else {
+            Same::Similar(
+                e.object.kind,
+                e.object.key.namespace.clone(),
+                e.reason.clone(),
+                warning,
+            )
+        };
+        match self.waiting.get_mut(&key) {
+            Some(w) => {
+                w.count += 1;
+                w.event = e;
+                w.uid = uid;
+            }
+            None => {
+                self.order.push_back(key.clone());
+                self.waiting.insert(
+                    key,
+                    Waiting {
+                        event: e,
+                        uid,
+                        count: 1,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The oldest waiting event, with whether it combines similar events.
+    fn next(&mut self) -> Option<(Waiting, bool)> {
+        let key = self.order.pop_front()?;
+        let w = self.waiting.remove(&key)?;
+        Some((w, matches!(key, Same::Similar(..))))
+    }
+}
 
 /// The API version of a kind the components report on.
 fn api_version(kind: ObjectKind) -> &'static str {
@@ -48,13 +126,17 @@ pub fn reference(object: &ObjectRef, uid: Option<String>) -> ObjectReference {
 /// Where components send their events.
 #[derive(Clone)]
 pub struct EventSink {
-    tx: mpsc::Sender<(Event, Option<String>)>,
+    backlog: Arc<Mutex<Backlog>>,
+    wake: Arc<Notify>,
 }
 
 impl EventSink {
-    /// Starts the publishing task for `controller` (the reporting component).
+    /// Starts the publishing workers for `controller` (the reporting component).
     pub fn start(client: Client, controller: &str, instance: &str) -> EventSink {
-        let (tx, mut rx) = mpsc::channel::<(Event, Option<String>)>(EVENT_QUEUE);
+        let sink = EventSink {
+            backlog: Arc::default(),
+            wake: Arc::new(Notify::new()),
+        };
         let recorder = Recorder::new(
             client,
             Reporter {
@@ -67,32 +149,50 @@ impl EventSink {
         } else {
             "Reconciling"
         };
-        tokio::spawn(async move {
-            while let Some((e, uid)) = rx.recv().await {
-                let r = reference(&e.object, uid);
-                let ev = KubeEvent {
-                    type_: match e.type_ {
-                        EventType::Normal => KubeEventType::Normal,
-                        EventType::Warning => KubeEventType::Warning,
-                    },
-                    reason: e.reason.clone(),
-                    note: Some(truncate(&e.message, 1024)),
-                    action: action.to_string(),
-                    secondary: None,
-                };
-                if let Err(err) = recorder.publish(&ev, &r).await {
-                    tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
-                }
+        for _ in 0..PUBLISHERS {
+            let sink = sink.clone();
+            let recorder = recorder.clone();
+            tokio::spawn(async move { sink.publish(recorder, action).await });
+        }
+        sink
+    }
+
+    async fn publish(self, recorder: Recorder, action: &'static str) {
+        loop {
+            let next = self.backlog.lock().ok().and_then(|mut b| b.next());
+            let Some((w, combined)) = next else {
+                self.wake.notified().await;
+                continue;
+            };
+            let e = w.event;
+            let r = reference(&e.object, w.uid);
+            let note = if combined && w.count > 1 {
+                format!("(combined from {} similar events): {}", w.count, e.message)
+            } else {
+                e.message.clone()
+            };
+            let ev = KubeEvent {
+                type_: match e.type_ {
+                    EventType::Normal => KubeEventType::Normal,
+                    EventType::Warning => KubeEventType::Warning,
+                },
+                reason: e.reason.clone(),
+                note: Some(truncate(&note, 1024)),
+                action: action.to_string(),
+                secondary: None,
+            };
+            if let Err(err) = recorder.publish(&ev, &r).await {
+                tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
             }
-        });
-        EventSink { tx }
+        }
     }
 
     /// Queues an event about the object with `uid` (if known).
     pub fn send(&self, e: Event, uid: Option<String>) {
-        if let Err(mpsc::error::TrySendError::Full((e, _))) = self.tx.try_send((e, uid)) {
-            tracing::warn!(object = %e.object_path(), reason = %e.reason, "event queue full; event dropped");
+        if let Ok(mut b) = self.backlog.lock() {
+            b.take(e, uid);
         }
+        self.wake.notify_one();
     }
 }
 
@@ -127,6 +227,44 @@ mod tests {
         let q = reference(&queue, None);
         assert_eq!(q.namespace, None);
         assert_eq!(q.name.as_deref(), Some("research"));
+    }
+
+    fn event(pod: &str, reason: &str, message: &str) -> Event {
+        Event {
+            message: message.to_string(),
+            object: ObjectRef::new(ObjectKind::Pod, NamespacedName::new("ns", pod)),
+            type_: EventType::Normal,
+            reason: reason.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_full_backlog_combines_similar_events_and_drops_none() {
+        let mut b = Backlog::default();
+        let n = EVENT_QUEUE + 500;
+        for i in 0..n {
+            b.take(
+                event(&format!("p{i}"), "Scheduled", &format!("to n{i}")),
+                None,
+            );
+        }
+        // A repeat of a waiting event is taken into it.
+        b.take(event("p0", "Scheduled", "to n0 again"), None);
+        let mut seen = 0;
+        let mut combined = Vec::new();
+        while let Some((w, similar)) = b.next() {
+            seen += w.count;
+            if similar {
+                combined.push(w);
+            } else if w.event.object.key.name == "p0" {
+                assert_eq!(w.event.message, "to n0 again");
+                assert_eq!(w.count, 2);
+            }
+        }
+        assert_eq!(seen, n as u64 + 1, "every event is written or combined");
+        assert_eq!(combined.len(), 1);
+        assert_eq!(combined[0].count, 500);
+        assert_eq!(combined[0].event.message, format!("to n{}", n - 1));
     }
 
     #[test]

@@ -39,10 +39,13 @@ pub const UPDATE_CHANNEL: usize = 4096;
 
 /// Reads a watched object as `K`; a custom resource written without `spec` reads as one with
 /// an empty spec (see [`custom_resource`]).
-fn read_object<K>(obj: DynamicObject, is_custom: bool) -> Result<K, String>
+fn read_object<K>(mut obj: DynamicObject, is_custom: bool) -> Result<K, String>
 where
     K: DeserializeOwned,
 {
+    // Nothing here reads who wrote which field, and on every object the API server sends it
+    // is a large part of the whole: kube-scheduler strips it from its informers too.
+    obj.metadata.managed_fields = None;
     let id = format!(
         "{}/{}",
         obj.metadata.namespace.as_deref().unwrap_or_default(),

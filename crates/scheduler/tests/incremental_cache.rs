@@ -62,6 +62,11 @@ enum Op {
     Gpu {
         pod: usize,
     },
+    /// The pod's PodGroup annotation set (as the controller gives a bare pod its PodGroup).
+    Regroup {
+        pod: usize,
+        group: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -81,6 +86,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..3usize, 1..5i32).prop_map(|(queue, weight)| Op::Weight { queue, weight }),
         1 => Just(Op::NewQueue),
         1 => (0..64usize).prop_map(|pod| Op::Gpu { pod }),
+        2 => (0..64usize, 0..5usize).prop_map(|(pod, group)| Op::Regroup { pod, group }),
     ]
 }
 
@@ -104,7 +110,11 @@ fn start() -> Objects {
 /// Applies `op` to the objects and tells the cache, as a watch would.
 fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut usize) {
     match *op {
-        Op::Bind { pod, .. } | Op::Phase { pod, .. } | Op::Gpu { pod } | Op::Delete { pod } => {
+        Op::Bind { pod, .. }
+        | Op::Phase { pod, .. }
+        | Op::Gpu { pod }
+        | Op::Delete { pod }
+        | Op::Regroup { pod, .. } => {
             if objs.pods.is_empty() {
                 return;
             }
@@ -124,6 +134,15 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
                 }
                 Op::Phase { phase, .. } => {
                     p.status.get_or_insert_with(Default::default).phase = Some(phase.to_string());
+                }
+                Op::Regroup { group, .. } => {
+                    p.metadata
+                        .annotations
+                        .get_or_insert_with(BTreeMap::new)
+                        .insert(
+                            "scheduling.k8s.io/group-name".to_string(),
+                            format!("g{group}"),
+                        );
                 }
                 _ => {
                     // A resource no object named before: the cache must rebuild.
@@ -279,6 +298,8 @@ fn binding_and_running_pods_are_taken_without_a_rebuild() {
             bind: None,
         },
         Op::Delete { pod: 1 },
+        // `lonely` names g4, which does not exist: given g1, it joins that job in place.
+        Op::Regroup { pod: 4, group: 1 },
         Op::Label { node: 3, value: 1 },
         Op::Weight {
             queue: 1,
@@ -289,7 +310,7 @@ fn binding_and_running_pods_are_taken_without_a_rebuild() {
         cache.snapshot(&objs).expect("snapshot");
     }
     let stats = cache.stats();
-    assert_eq!((stats.rebuilt, stats.kept), (1, 7));
+    assert_eq!((stats.rebuilt, stats.kept), (1, 8));
     let built = build_snapshot(&objs, &CacheOptions::default()).expect("build");
     assert_eq!(
         state(&cache.snapshot(&objs).expect("snapshot")),

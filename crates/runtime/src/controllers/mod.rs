@@ -49,6 +49,12 @@ pub const CONTROLLER_KINDS: [Kind; 13] = [
 /// starves the watches.
 const TURNS_PER_ROUND: usize = 64;
 
+/// Turns whose writes are in flight at once (Volcano's controllers run several workers): one
+/// turn's API round trips no longer hold up the next, so a stream of bare pods gets its
+/// PodGroups as fast as the API server answers, not one round trip after another. A key is
+/// never in two turns at once (the work queues hand it out again only when it is done).
+const TURNS_IN_FLIGHT: usize = 16;
+
 /// How long the loop sleeps when no work is due and nothing is watched.
 const IDLE: Duration = Duration::from_secs(1);
 
@@ -243,20 +249,56 @@ impl ControllerRuntime {
         Ok(())
     }
 
-    /// Takes up to [`TURNS_PER_ROUND`] turns of due work.
+    /// Takes up to [`TURNS_PER_ROUND`] turns of due work, [`TURNS_IN_FLIGHT`] at a time.
     async fn turns(&mut self) {
-        for _ in 0..TURNS_PER_ROUND {
-            let t = now();
-            let work = {
-                let view = ClusterView::new(self.mirror.indexed());
-                self.manager.next(&view, t)
+        let mut in_flight = tokio::task::JoinSet::new();
+        let mut taken = 0;
+        loop {
+            while in_flight.len() < TURNS_IN_FLIGHT && taken < TURNS_PER_ROUND {
+                let t = now();
+                let work = {
+                    let view = ClusterView::new(self.mirror.indexed());
+                    self.manager.next(&view, t)
+                };
+                let Some(work) = work else { break };
+                taken += 1;
+                self.metrics.turns.inc();
+                let uids: Vec<Option<String>> = work
+                    .changes
+                    .iter()
+                    .map(|c| match c {
+                        Change::Event(e) => self.mirror.uid_of(&e.object),
+                        _ => None,
+                    })
+                    .collect();
+                let turn = Turn {
+                    client: self.client.clone(),
+                    events: self.events.clone(),
+                    metrics: self.metrics.clone(),
+                };
+                in_flight.spawn(async move {
+                    let (written, updates) = turn.write(&work.key, &work.changes, uids).await;
+                    (work.key, written, updates)
+                });
+            }
+            let Some(done) = in_flight.join_next().await else {
+                break;
             };
-            let Some(work) = work else { break };
-            self.metrics.turns.inc();
-            match self.write(&work.key, &work.changes).await {
-                Written::All => self.manager.finish(&work.key, true, now()),
-                Written::Failed => self.manager.finish(&work.key, false, now()),
-                Written::Refused(r) => self.manager.refused(&work.key, &r, now()),
+            let (key, written, updates) = match done {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::error!(error = %e, "a controller turn failed");
+                    continue;
+                }
+            };
+            // What the API server returned goes into the mirror and to the controllers.
+            for u in updates {
+                self.take(u);
+            }
+            match written {
+                Written::All => self.manager.finish(&key, true, now()),
+                Written::Failed => self.manager.finish(&key, false, now()),
+                Written::Refused(r) => self.manager.refused(&key, &r, now()),
             }
         }
         // Counting every PodGroup is linear in their number: at most once a period.
@@ -281,27 +323,40 @@ impl ControllerRuntime {
                 .set(n as i64);
         }
     }
+}
 
+/// What a turn needs to write its changes, apart from the loop.
+struct Turn {
+    client: Client,
+    events: EventSink,
+    metrics: ControllerMetrics,
+}
+
+impl Turn {
     /// Writes one turn's changes in order, stopping at the first refusal: a passing one (a
     /// conflict, the server away) is retried with the work queue's backoff, a lasting one is
-    /// told on the Job and retried on the longer waits of `JobController::refused`. What the
-    /// API server returns goes into the mirror and to the controllers.
-    async fn write(&mut self, key: &WorkKey, changes: &[Change]) -> Written {
-        for c in changes {
+    /// told on the Job and retried on the longer waits of `JobController::refused`. Returns
+    /// what the API server returned, for the mirror and the controllers. `uids` are those of
+    /// the events' objects, change by change.
+    async fn write(
+        &self,
+        key: &WorkKey,
+        changes: &[Change],
+        uids: Vec<Option<String>>,
+    ) -> (Written, Vec<Update>) {
+        let mut updates = Vec::new();
+        for (c, uid) in changes.iter().zip(uids) {
             if let Change::Event(e) = c {
-                let uid = self.mirror.uid_of(&e.object);
                 self.events.send(e.clone(), uid);
                 continue;
             }
             match changes::apply(&self.client, c).await {
-                Ok(updates) => {
+                Ok(u) => {
                     self.metrics
                         .changes
                         .get_or_create(&label("result", "ok"))
                         .inc();
-                    for u in updates {
-                        self.take(u);
-                    }
+                    updates.extend(u);
                 }
                 Err(e) => {
                     self.metrics
@@ -310,13 +365,13 @@ impl ControllerRuntime {
                         .inc();
                     if let Some(r) = e.refusal(c) {
                         tracing::warn!(work = ?key, error = %e, "change refused for a lasting reason");
-                        return Written::Refused(r);
+                        return (Written::Refused(r), updates);
                     }
                     tracing::warn!(work = ?key, error = %e, "change refused; the work is retried");
-                    return Written::Failed;
+                    return (Written::Failed, updates);
                 }
             }
         }
-        Written::All
+        (Written::All, updates)
     }
 }

@@ -1,16 +1,18 @@
-//! `volcano scheduler`: watchers feed the mirror, a session runs every schedule period while
-//! this replica leads, and its decisions are written back.
+//! `volcano scheduler`: watchers feed the mirror; while this replica leads, a session runs as
+//! soon as a change may give it work (at most one per [`MIN_SESSION_GAP`]) and at least every
+//! schedule period, and its decisions are written back off the loop.
 
 pub mod conf;
+pub mod wake;
 pub mod writes;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::api::{Api, PostParams};
 use kube::{Client, Error as KubeError};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
+use volcano_api::ObjectKind;
 use volcano_api::WatchEvent;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
@@ -18,7 +20,9 @@ use volcano_api::keys;
 use volcano_api::scheduling::Queue;
 use volcano_scheduler::cache::{CacheOptions, implicit_queue};
 use volcano_scheduler::cycle::SchedulingCycle;
+use volcano_scheduler::framework::FAILED_SCHEDULING;
 use volcano_scheduler::framework::SessionOptions;
+use writes::Outcome;
 
 use crate::events::EventSink;
 use crate::leader::Leadership;
@@ -65,6 +69,11 @@ pub struct SchedulerOptions {
     pub identity: String,
 }
 
+/// The shortest time between the end of one session and the start of the next that new work
+/// starts: arrivals within it are taken by one session, so a stream of pods costs a session
+/// per batch, not per pod.
+pub const MIN_SESSION_GAP: Duration = Duration::from_millis(10);
+
 /// The scheduler's run: its mirror, its configuration, its writer.
 pub struct SchedulerRuntime {
     opts: SchedulerOptions,
@@ -72,21 +81,23 @@ pub struct SchedulerRuntime {
     /// The scheduling cycle, following the mirror's journal, so a session costs what changed.
     cycle: SchedulingCycle,
     writer: Writer,
+    outcomes: mpsc::UnboundedReceiver<Outcome>,
     metrics: SchedulerMetrics,
     sessions: u64,
+    /// A change since the last session may give a session work.
+    work: bool,
 }
 
 impl SchedulerRuntime {
     /// A scheduler writing through `client`.
     pub fn new(client: Client, opts: SchedulerOptions, metrics: SchedulerMetrics) -> Self {
         let events = EventSink::start(client.clone(), "volcano-scheduler", &opts.identity);
-        let writer = Writer {
+        let (writer, outcomes) = Writer::start(
             client,
-            concurrency: opts.bind_concurrency.max(1),
+            opts.bind_concurrency.max(1),
             events,
-            metrics: metrics.clone(),
-            gone_queues: BTreeMap::new(),
-        };
+            metrics.clone(),
+        );
         let cycle = SchedulingCycle::new(CacheOptions {
             scheduler_names: opts.scheduler_names.clone(),
             default_queue: opts.default_queue.clone(),
@@ -96,8 +107,10 @@ impl SchedulerRuntime {
             mirror: ClusterMirror::journaling(),
             cycle,
             writer,
+            outcomes,
             metrics,
             sessions: 0,
+            work: false,
         }
     }
 
@@ -109,12 +122,15 @@ impl SchedulerRuntime {
         mut stop: Stop,
     ) -> Result<(), RuntimeError> {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-        let watchers = reflect::watch(&self.writer.client, &SCHEDULER_KINDS, &tx);
+        let watchers = reflect::watch(self.writer.client(), &SCHEDULER_KINDS, &tx);
         drop(tx);
         let mut ticker = tokio::time::interval(self.opts.schedule_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut queues_ensured = false;
+        let mut next_allowed = Instant::now();
         loop {
+            let mut due = false;
+            let mut tick = false;
             tokio::select! {
                 u = rx.recv() => {
                     let Some(u) = u else { break };
@@ -122,25 +138,41 @@ impl SchedulerRuntime {
                     while let Ok(u) = rx.try_recv() {
                         self.mirror.apply(u);
                     }
-                    self.follow_journal();
+                    self.follow_journal(true);
+                }
+                o = self.outcomes.recv() => {
+                    if let Some(o) = o {
+                        self.writer.settle(o, &mut self.mirror);
+                    }
+                    while let Ok(o) = self.outcomes.try_recv() {
+                        self.writer.settle(o, &mut self.mirror);
+                    }
+                    // What a failed write put back is decided again on the period's tick,
+                    // which is the retry's backoff.
+                    self.follow_journal(false);
                 }
                 _ = ticker.tick() => {
-                    if !self.mirror.synced(&SCHEDULER_KINDS) {
-                        continue;
-                    }
-                    ready.set_ready();
-                    if !leader.is_leader() {
-                        self.metrics.sessions_standby.inc();
-                        continue;
-                    }
-                    if !queues_ensured {
-                        queues_ensured = self.ensure_queues().await;
-                    }
-                    self.opts.conf.reload();
-                    self.session().await;
+                    due = true;
+                    tick = true;
                 }
+                _ = tokio::time::sleep_until(next_allowed), if self.work => due = true,
                 _ = stop.changed() => break,
             }
+            if !due || !self.mirror.synced(&SCHEDULER_KINDS) {
+                continue;
+            }
+            ready.set_ready();
+            if !leader.is_leader() {
+                self.metrics.sessions_standby.inc();
+                self.work = false;
+                continue;
+            }
+            if !queues_ensured {
+                queues_ensured = self.ensure_queues().await;
+            }
+            self.opts.conf.reload();
+            self.session(tick).await;
+            next_allowed = Instant::now() + MIN_SESSION_GAP;
         }
         for w in watchers {
             w.abort();
@@ -150,7 +182,7 @@ impl SchedulerRuntime {
 
     /// Creates the root and default queues if missing, as Volcano's scheduler does at start.
     async fn ensure_queues(&self) -> bool {
-        let api: Api<Queue> = Api::all(self.writer.client.clone());
+        let api: Api<Queue> = Api::all(self.writer.client().clone());
         let mut ok = true;
         for name in [keys::ROOT_QUEUE, self.opts.default_queue.as_str()] {
             if self
@@ -178,21 +210,30 @@ impl SchedulerRuntime {
     }
 
     /// Hands what the mirror changed to the scheduling cycle, as it arrives (a standby follows
-    /// too, so its journal never grows and it leads with a current snapshot).
-    fn follow_journal(&mut self) {
+    /// too, so its journal never grows and it leads with a current snapshot). With `wakes`, a
+    /// change that may give a session work starts one soon.
+    fn follow_journal(&mut self, wakes: bool) {
         for e in self.mirror.take_journal() {
             if let WatchEvent::Pod(None, Some(p)) = &e {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
+            }
+            if wakes && !self.work {
+                self.work = wake::opens_work(&e);
             }
             self.cycle.follow(&e);
         }
     }
 
     /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
-    /// metrics.
-    pub async fn session(&mut self) {
+    /// metrics. Only a session of the period's tick (`tick`) tells waiting pods why they wait
+    /// (their `PodScheduled=False` condition and `FailedScheduling` event): one that new work
+    /// started may see a gang whose pods are still being created, and a pod placed a moment
+    /// later should not have been told it waits, nor cost a write.
+    pub async fn session(&mut self, tick: bool) {
         let started = Instant::now();
-        self.follow_journal();
+        self.work = false;
+        self.writer.reassert(&mut self.mirror);
+        self.follow_journal(false);
         let prepared = match self.cycle.prepare(self.mirror.objects()) {
             Ok(p) => p,
             Err(e) => {
@@ -222,7 +263,7 @@ impl SchedulerRuntime {
             prepared.run(&conf, opts, &mut observer)
         })
         .await;
-        let d = match decided {
+        let mut d = match decided {
             Ok(d) => d,
             Err(e) => {
                 self.cycle.invalidate();
@@ -233,13 +274,22 @@ impl SchedulerRuntime {
         // Recorded against the objects as the session saw them, before its writes land.
         self.metrics
             .record_session(&d, self.mirror.objects(), started.elapsed());
-        let written = self.writer.write(&d, &mut self.mirror).await;
+        if !tick {
+            d.pod_conditions.clear();
+            d.events
+                .retain(|e| !(e.object.kind == ObjectKind::Pod && e.reason == FAILED_SCHEDULING));
+        }
+        self.writer.dispatch(&d, &mut self.mirror);
+        // The session's own assumptions wake nothing: they are what it decided.
+        self.follow_journal(false);
+        let written = self.writer.take_written();
         if written.bound + written.evicted > 0 || written.bind_failures > 0 {
             tracing::info!(
                 bound = written.bound,
                 bind_failures = written.bind_failures,
                 evicted = written.evicted,
-                "session {}",
+                in_flight = self.writer.in_flight(),
+                "written before session {}",
                 self.sessions
             );
         }

@@ -196,10 +196,20 @@ fn pod_changed(
     };
     let existing = state.tasks.get(&k).copied();
     let mut touched: Vec<NodeId> = Vec::with_capacity(2);
+    // A pod given its PodGroup (the controller annotates a bare pod after creating one) moves
+    // to that job: taken out and put in again, as a deletion and a creation would.
+    let existing = match (existing, &made) {
+        (Some(id), Some((task, _))) if state.snap.task(id).job != task.job => {
+            touched.extend(state.snap.task(id).node);
+            remove_task(state, id);
+            None
+        }
+        _ => existing,
+    };
     match (existing, made) {
         (Some(id), Some((task, status))) => {
             let was = state.snap.task(id);
-            if was.job != task.job || was.resreq != task.resreq || was.gpu != task.gpu {
+            if was.resreq != task.resreq || was.gpu != task.gpu {
                 return Err(Rebuild);
             }
             touched.extend(was.node);
