@@ -10,10 +10,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::keys;
+use volcano_api::scheduling::PodGroup;
+use volcano_api::{ObjectStore, Objects};
 use volcano_scheduler::framework::Decisions;
 
 use super::{
@@ -260,7 +261,16 @@ impl SchedulerMetrics {
     /// Records one session: its latency, what it decided, every queue and every waiting job,
     /// as the mirror saw them before the session's writes. Series of queues and jobs that are
     /// gone are removed.
-    pub fn record_session(&self, d: &Decisions, objs: &Objects, elapsed: Duration) {
+    /// Only a session of the period's tick (`tick`) counts waiting jobs and retries, and sweeps
+    /// the series of PodGroups gone: that walks every pod and PodGroup, and sessions started by
+    /// new work may run a hundred times a second. (Volcano's sessions are the period's.)
+    pub fn record_session(
+        &self,
+        d: &Decisions,
+        store: &ObjectStore,
+        elapsed: Duration,
+        tick: bool,
+    ) {
         self.e2e_latency_ms.observe(ms(elapsed));
         self.schedule_attempts
             .get_or_create(&label("result", "scheduled"))
@@ -290,8 +300,11 @@ impl SchedulerMetrics {
             );
         }
         self.job_share.sweep();
-        self.record_waiting(d, objs);
-        self.record_jobs(d, objs);
+        if tick {
+            self.record_waiting(d, store.objects());
+            self.sweep_jobs(store.objects());
+        }
+        self.record_jobs(d, store);
     }
 
     /// `unschedule_task_count`, `job_retry_counts` and the why-pending counts. As Volcano's
@@ -362,19 +375,11 @@ impl SchedulerMetrics {
 
     /// The per-job end-to-end series, when a PodGroup turns Running, and the per-task
     /// `Assumed` latency of every bind decided.
-    fn record_jobs(&self, d: &Decisions, objs: &Objects) {
+    fn record_jobs(&self, d: &Decisions, store: &ObjectStore) {
         let now = now_ms();
-        let pgs: HashMap<(&str, &str), &volcano_api::scheduling::PodGroup> = objs
-            .pod_groups
-            .iter()
-            .filter_map(|pg| {
-                let m = &pg.metadata;
-                Some(((m.namespace.as_deref()?, m.name.as_deref()?), pg))
-            })
-            .collect();
         for u in d.pod_groups.iter().filter(|u| u.changed) {
             let (ns, name) = (u.key.namespace.as_str(), u.key.name.as_str());
-            let Some(pg) = pgs.get(&(ns, name)) else {
+            let Some(pg) = store.get::<PodGroup>(&u.key) else {
                 continue;
             };
             let was = pg.status.as_ref().map(|s| s.phase.as_str()).unwrap_or("");
@@ -392,32 +397,33 @@ impl SchedulerMetrics {
                 .set(labels.clone(), (created / 1000) as f64);
             self.e2e_job_last_time.set(labels, (now / 1000) as f64);
         }
-        // A job's series stay until its PodGroup is gone, as Volcano keeps them.
-        let exists = |l: &Labels3| pgs.contains_key(&(l[2].1.as_str(), l[0].1.as_str()));
-        self.e2e_job_duration.retain(exists);
-        self.e2e_job_start_time.retain(exists);
-        self.e2e_job_last_time.retain(exists);
-
         if d.binds.is_empty() {
             return;
         }
-        let pods: HashMap<(&str, &str), &Pod> = objs
-            .pods
-            .iter()
-            .filter_map(|p| {
-                let m = &p.metadata;
-                Some(((m.namespace.as_deref()?, m.name.as_deref()?), p))
-            })
-            .collect();
         let assumed = self
             .task_latency_ms
             .get_or_create_owned(&label("stage", STAGE_ASSUMED));
         for (key, _) in &d.binds {
-            let pod = pods.get(&(key.namespace.as_str(), key.name.as_str()));
-            if let Some(created) = pod.and_then(|p| created_ms(&p.metadata)) {
+            if let Some(created) = store.get::<Pod>(key).and_then(|p| created_ms(&p.metadata)) {
                 assumed.observe((now - created).max(0) as f64);
             }
         }
+    }
+
+    /// A job's end-to-end series stay until its PodGroup is gone, as Volcano keeps them.
+    fn sweep_jobs(&self, objs: &Objects) {
+        let pgs: HashSet<(&str, &str)> = objs
+            .pod_groups
+            .iter()
+            .filter_map(|pg| {
+                let m = &pg.metadata;
+                Some((m.namespace.as_deref()?, m.name.as_deref()?))
+            })
+            .collect();
+        let exists = |l: &Labels3| pgs.contains(&(l[2].1.as_str(), l[0].1.as_str()));
+        self.e2e_job_duration.retain(exists);
+        self.e2e_job_start_time.retain(exists);
+        self.e2e_job_last_time.retain(exists);
     }
 
     /// Records the scheduler's first sight of a pod waiting for one of `schedulers`.
@@ -533,8 +539,18 @@ mod tests {
                 .get(&label("job_id", job))
                 .map(|g| g.get())
         };
-        m.record_session(&d, &objects(&["gang", "fine"]), Duration::ZERO);
-        m.record_session(&d, &objects(&["gang", "fine"]), Duration::ZERO);
+        m.record_session(
+            &d,
+            &ObjectStore::new(objects(&["gang", "fine"])),
+            Duration::ZERO,
+            true,
+        );
+        m.record_session(
+            &d,
+            &ObjectStore::new(objects(&["gang", "fine"])),
+            Duration::ZERO,
+            true,
+        );
         assert_eq!(tasks("gang"), Some(2.0), "minMember 3, one bound");
         assert_eq!(tasks("fine"), Some(0.0));
         let retries = m
@@ -550,7 +566,12 @@ mod tests {
         );
 
         // `gang` is deleted.
-        m.record_session(&Decisions::default(), &objects(&["fine"]), Duration::ZERO);
+        m.record_session(
+            &Decisions::default(),
+            &ObjectStore::new(objects(&["fine"])),
+            Duration::ZERO,
+            true,
+        );
         assert_eq!(tasks("gang"), None);
         assert!(m.job_retries.family.get(&label("job_id", "gang")).is_none());
         assert!(m.pending_reasons.family.get(&reason).is_none());

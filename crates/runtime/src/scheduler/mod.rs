@@ -273,7 +273,7 @@ impl SchedulerRuntime {
         };
         // Recorded against the objects as the session saw them, before its writes land.
         self.metrics
-            .record_session(&d, self.mirror.objects(), started.elapsed());
+            .record_session(&d, self.mirror.indexed(), started.elapsed(), tick);
         if !tick {
             d.pod_conditions.clear();
             d.events
