@@ -114,6 +114,8 @@ fn rv_number(meta: &ObjectMeta) -> Option<u64> {
 #[derive(Debug, Default)]
 pub struct ClusterMirror {
     store: ObjectStore,
+    /// The changes not taken yet, when journaling: moved here, not copied.
+    journal: Option<Vec<WatchEvent>>,
     /// Per kind, the keys seen since a relist began, to find what went away while the watch
     /// was down.
     relisting: BTreeMap<Kind, HashSet<Key>>,
@@ -136,8 +138,36 @@ impl ClusterMirror {
         kinds.iter().all(|k| self.synced.contains(k))
     }
 
-    /// Applies one watch event; the changes it made.
+    /// Applies one watch event; the changes it made (none when journaling: they go to the
+    /// journal).
     pub fn apply(&mut self, update: Update) -> Vec<WatchEvent> {
+        let changes = self.apply_now(update);
+        self.journal_all(changes)
+    }
+
+    /// The changes, unless journaling: then they are moved to the journal.
+    fn journal_all(&mut self, changes: Vec<WatchEvent>) -> Vec<WatchEvent> {
+        match self.journal.as_mut() {
+            Some(j) => {
+                j.extend(changes);
+                Vec::new()
+            }
+            None => changes,
+        }
+    }
+
+    /// [`ClusterMirror::journal_all`] of one change.
+    fn journal_one(&mut self, change: Option<WatchEvent>) -> Option<WatchEvent> {
+        match (self.journal.as_mut(), change) {
+            (Some(j), Some(c)) => {
+                j.push(c);
+                None
+            }
+            (_, c) => c,
+        }
+    }
+
+    fn apply_now(&mut self, update: Update) -> Vec<WatchEvent> {
         match update {
             Update::Pod(ev) => self.take(Kind::Pod, ev),
             Update::Node(ev) => self.take(Kind::Node, ev),
@@ -196,17 +226,20 @@ impl ClusterMirror {
     }
 
     /// A mirror that keeps a journal of its changes, for a follower that takes them in
-    /// batches (the scheduler's incremental snapshot).
+    /// batches (the scheduler's incremental snapshot). Its methods then return no changes.
     pub fn journaling() -> Self {
         ClusterMirror {
-            store: ObjectStore::default().journaling(),
+            journal: Some(Vec::new()),
             ..ClusterMirror::default()
         }
     }
 
     /// The changes made since the last call, oldest first; empty when not journaling.
     pub fn take_journal(&mut self) -> Vec<WatchEvent> {
-        self.store.take_journal()
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// A pod by key.
@@ -251,7 +284,8 @@ impl ClusterMirror {
     /// Records a write this process made to a pod, before its watch event arrives. The
     /// resourceVersion is kept, so the watch event (newer) replaces it.
     pub fn assume_pod(&mut self, key: &Key, change: impl FnOnce(&mut Pod)) -> Option<WatchEvent> {
-        self.store.modify(key, change)
+        let c = self.store.modify(key, change);
+        self.journal_one(c)
     }
 
     /// [`ClusterMirror::assume_pod`] for a PodGroup.
@@ -260,7 +294,8 @@ impl ClusterMirror {
         key: &Key,
         change: impl FnOnce(&mut PodGroup),
     ) -> Option<WatchEvent> {
-        self.store.modify(key, change)
+        let c = self.store.modify(key, change);
+        self.journal_one(c)
     }
 
     /// [`ClusterMirror::assume_pod`] for a queue.
@@ -269,7 +304,8 @@ impl ClusterMirror {
         name: &str,
         change: impl FnOnce(&mut Queue),
     ) -> Option<WatchEvent> {
-        self.store.modify(&NamespacedName::cluster(name), change)
+        let c = self.store.modify(&NamespacedName::cluster(name), change);
+        self.journal_one(c)
     }
 
     /// Takes an object the API server returned from a write as if it had been watched.
