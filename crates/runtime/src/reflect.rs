@@ -2,19 +2,22 @@
 //! A watch that fails is retried with backoff and relists on `410 Gone`, so the mirror catches
 //! up with whatever happened while it was down.
 //!
-//! Objects arrive untyped and are read one by one, so an object this program cannot read (a
-//! Queue written without `spec`, a field of the wrong type) is left out with a warning naming
-//! it, instead of failing the whole list and stalling every object of its kind.
+//! Objects are read one by one, so an object this program cannot read (a field of the wrong
+//! type) is left out with a warning naming it, instead of failing the whole list and stalling
+//! every object of its kind; a Volcano object written without `spec` reads with an empty one.
 
 use std::fmt::Debug;
 use std::time::Duration;
 
+use std::borrow::Cow;
+
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use volcano_api::batch::Job;
@@ -28,6 +31,7 @@ use volcano_api::k8s_openapi::api::core::v1::{
 };
 use volcano_api::k8s_openapi::api::scheduling::v1::PriorityClass;
 use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::topology::HyperNode;
 
@@ -37,42 +41,106 @@ use crate::mirror::{Kind, Update};
 /// (back-pressure) rather than growing memory.
 pub const UPDATE_CHANNEL: usize = 4096;
 
-/// Reads a watched object as `K`; a custom resource written without `spec` reads as one with
-/// an empty spec (see [`custom_resource`]).
-fn read_object<K>(mut obj: DynamicObject, is_custom: bool) -> Result<K, String>
-where
-    K: DeserializeOwned,
-{
-    // Nothing here reads who wrote which field, and on every object the API server sends it
-    // is a large part of the whole: kube-scheduler strips it from its informers too.
-    obj.metadata.managed_fields = None;
-    let id = format!(
-        "{}/{}",
-        obj.metadata.namespace.as_deref().unwrap_or_default(),
-        obj.metadata.name.as_deref().unwrap_or_default()
-    );
-    let value = serde_json::to_value(obj).map_err(|e| format!("{id}: {e}"))?;
-    let read = if is_custom {
-        custom_resource::from_value(value)
-    } else {
-        serde_json::from_value(value)
-    };
-    read.map_err(|e| format!("{id}: {e}"))
+/// A watched object read as `K` straight from the API server's JSON (one parse into a JSON
+/// tree, then `K` taking its strings by move), or, when it cannot be read, its identity and
+/// why. Reading each object on its own keeps one bad object from failing the whole list.
+#[derive(Clone, Debug)]
+struct Lenient<K>(Result<K, Unreadable>);
+
+/// An object that cannot be read as its kind.
+#[derive(Clone, Debug)]
+struct Unreadable {
+    meta: ObjectMeta,
+    error: String,
 }
 
-/// The event with its object read as `K`; `None` (after a warning) when the object cannot be.
-fn typed<K>(
-    kind: &str,
-    is_custom: bool,
-    ev: watcher::Event<DynamicObject>,
-) -> Option<watcher::Event<K>>
+impl<K: Resource> Resource for Lenient<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        match &self.0 {
+            Ok(k) => k.meta(),
+            Err(u) => &u.meta,
+        }
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match &mut self.0 {
+            Ok(k) => k.meta_mut(),
+            Err(u) => &mut u.meta,
+        }
+    }
+}
+
+impl<'de, K> Deserialize<'de> for Lenient<K>
 where
-    K: DeserializeOwned,
+    K: Resource + DeserializeOwned,
+    K::DynamicType: Default,
 {
-    let read = |obj| {
-        read_object::<K>(obj, is_custom)
-            .map_err(|e| tracing::warn!(kind, error = %e, "object left out: it cannot be read"))
-            .ok()
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(d)?;
+        // Nothing here reads who wrote which field, and on every object the API server sends
+        // it is a large part of the whole: kube-scheduler strips it from its informers too.
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        let group = K::group(&K::DynamicType::default()).into_owned();
+        if !group.is_empty() && !group.ends_with("k8s.io") {
+            custom_resource::ensure_spec(&mut value);
+        }
+        let identity = |field: &str| {
+            value
+                .get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let meta = ObjectMeta {
+            name: identity("name"),
+            namespace: identity("namespace"),
+            resource_version: identity("resourceVersion"),
+            ..ObjectMeta::default()
+        };
+        Ok(Lenient(K::deserialize(value).map_err(|e| Unreadable {
+            meta,
+            error: e.to_string(),
+        })))
+    }
+}
+
+impl<K> Serialize for Lenient<K> {
+    /// Never called: watchers only read. Present because kube's watch event type derives it.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
+/// The event with its object read as `K`; `None` (after a warning naming it) when the object
+/// cannot be.
+fn typed<K>(kind: &str, ev: watcher::Event<Lenient<K>>) -> Option<watcher::Event<K>> {
+    let read = |o: Lenient<K>| match o.0 {
+        Ok(k) => Some(k),
+        Err(u) => {
+            let id = format!(
+                "{}/{}",
+                u.meta.namespace.as_deref().unwrap_or_default(),
+                u.meta.name.as_deref().unwrap_or_default()
+            );
+            tracing::warn!(kind, object = %id, error = %u.error, "object left out: it cannot be read");
+            None
+        }
     };
     Some(match ev {
         watcher::Event::Apply(o) => watcher::Event::Apply(read(o)?),
@@ -90,21 +158,19 @@ fn spawn<K>(
 ) -> JoinHandle<()>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + Debug + Send + Sync,
 {
-    let resource = ApiResource::erase::<K>(&K::DynamicType::default());
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let api: Api<Lenient<K>> = Api::all_with(client.clone(), &K::DynamicType::default());
+    let name = K::kind(&K::DynamicType::default()).into_owned();
     let tx = tx.clone();
     tokio::spawn(async move {
-        let name = resource.kind.clone();
-        let is_custom = !resource.group.is_empty() && !resource.group.ends_with("k8s.io");
         let mut stream = watcher(api, watcher::Config::default().any_semantic())
             .backoff(WatchBackoff::default())
             .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(ev) => {
-                    let Some(ev) = typed::<K>(&name, is_custom, ev) else {
+                    let Some(ev) = typed::<K>(&name, ev) else {
                         continue;
                     };
                     if tx.send(wrap(ev)).await.is_err() {
@@ -194,6 +260,34 @@ pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volcano_api::k8s_openapi::api::core::v1::Pod;
+    use volcano_api::scheduling::Queue;
+
+    #[test]
+    fn objects_read_one_by_one_a_bad_one_named_and_a_queue_without_spec_defaulted() {
+        let pod: Lenient<Pod> = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7",
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
+            "spec": {"containers": []},
+        }))
+        .unwrap();
+        let pod = pod.0.unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+        assert!(pod.metadata.managed_fields.is_none(), "not kept");
+
+        let bad: Lenient<Pod> = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "broken", "namespace": "ns", "resourceVersion": "8"},
+            "spec": {"containers": "not a list"},
+        }))
+        .unwrap();
+        assert_eq!(bad.meta().resource_version.as_deref(), Some("8"));
+        let ev = typed::<Pod>("Pod", watcher::Event::Apply(bad));
+        assert!(ev.is_none(), "left out");
+
+        let q: Lenient<Queue> =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "q"}})).unwrap();
+        assert_eq!(q.0.unwrap().spec.weight, 1);
+    }
 
     #[test]
     fn watch_retries_wait_at_most_a_second_and_start_over_after_a_success() {

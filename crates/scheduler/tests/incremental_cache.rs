@@ -277,6 +277,37 @@ proptest! {
 }
 
 #[test]
+fn a_pod_that_names_its_pod_group_before_the_pod_group_arrives_joins_it() {
+    let mut objs = start();
+    let opts = CacheOptions::default();
+    let mut cache = SchedulerCache::new(opts.clone());
+    cache.snapshot(&objs).expect("snapshot");
+    let mut serial = 0;
+    // A bare pod, then its PodGroup annotation (the watch of pods ahead of the PodGroups'),
+    // then the PodGroup.
+    let bare = pod("ns", "bare").cpu_milli(500).build();
+    cache.pod_changed(None, Some(&bare));
+    objs.pods.push(bare);
+    let at = objs.pods.len() - 1;
+    apply(
+        &mut objs,
+        &mut cache,
+        &Op::Regroup { pod: at, group: 3 },
+        &mut serial,
+    );
+    cache.snapshot(&objs).expect("snapshot");
+    apply(
+        &mut objs,
+        &mut cache,
+        &Op::CreateGroup { group: 3 },
+        &mut serial,
+    );
+    let kept = cache.snapshot(&objs).expect("snapshot");
+    let built = build_snapshot(&objs, &opts).expect("build");
+    assert_eq!(state(&kept), state(&built));
+}
+
+#[test]
 fn binding_and_running_pods_are_taken_without_a_rebuild() {
     let mut objs = start();
     let mut cache = SchedulerCache::new(CacheOptions::default());

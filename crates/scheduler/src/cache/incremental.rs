@@ -212,6 +212,13 @@ fn pod_changed(
             if was.resreq != task.resreq || was.gpu != task.gpu {
                 return Err(Rebuild);
             }
+            // A pod that had no group and now names one not seen yet (the pod's watch event
+            // came before its PodGroup's): the PodGroup's arrival must find it.
+            if task.job.is_none()
+                && let Some(g) = new.and_then(group_key)
+            {
+                state.missing_groups.insert(g);
+            }
             touched.extend(was.node);
             detach(&mut state.snap, id);
             task::insert_task(&mut state.snap, id, task, status);
