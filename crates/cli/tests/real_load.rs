@@ -101,25 +101,7 @@ async fn volcano_load_binds_every_pod_and_reports_latency_requests_and_process_f
             volcano.log("volcano-controllers")
         )
     };
-    // PodGroup writes wait for the webhook server (failurePolicy Fail); a probe shows it up.
-    let probe = plane.dir().join("probe.yaml");
-    std::fs::write(
-        &probe,
-        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata:\n  name: probe\n  \
-         namespace: default\nspec:\n  minMember: 1\n",
-    )
-    .unwrap();
-    let (serving, seen) = eventually(30, || {
-        let out = kubectl(&admin, &["apply", "-f", probe.to_str().unwrap()]);
-        (out.status.success(), text(&out))
-    })
-    .await;
-    assert!(
-        serving,
-        "{seen}\nwebhook log:\n{}",
-        volcano.log("volcano-admission")
-    );
-    kubectl(&admin, &["delete", "-f", probe.to_str().unwrap()]);
+    wait_for_webhooks(&plane, &volcano).await;
 
     let (controllers, scheduler) = volcano.pids();
     let (controllers, scheduler) = (controllers.to_string(), scheduler.to_string());
@@ -219,4 +201,59 @@ async fn volcano_load_binds_every_pod_and_reports_latency_requests_and_process_f
     })
     .await;
     assert!(clean, "left behind: {seen}");
+}
+
+/// Waits until the webhook server admits a PodGroup: PodGroup writes wait for it
+/// (failurePolicy Fail), and the first arrival must not be refused for it.
+async fn wait_for_webhooks(plane: &RealControlPlane, volcano: &Volcano) {
+    let admin = plane.kubeconfig_path();
+    let probe = plane.dir().join("probe.yaml");
+    std::fs::write(
+        &probe,
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata:\n  name: probe\n  \
+         namespace: default\nspec:\n  minMember: 1\n",
+    )
+    .unwrap();
+    let (serving, seen) = eventually(30, || {
+        let out = kubectl(&admin, &["apply", "-f", probe.to_str().unwrap()]);
+        (out.status.success(), text(&out))
+    })
+    .await;
+    assert!(
+        serving,
+        "{seen}\nwebhook log:\n{}",
+        volcano.log("volcano-admission")
+    );
+    kubectl(&admin, &["delete", "-f", probe.to_str().unwrap()]);
+}
+
+/// Not a test but a measurement, run by hand with `--ignored --nocapture` (and `--release`
+/// for a scheduler built as shipped): `volcano load` with `VOLCANO_LOAD_ARGS` (default
+/// `--nodes 200 --pods 500 --rate 100`) against our scheduler and controllers on the real
+/// control plane, its summary printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+async fn measure() {
+    let Some(assets) = Assets::or_skip("measure") else {
+        return;
+    };
+    let plane = RealControlPlane::start(&assets).await.unwrap();
+    let admin = plane.kubeconfig_path();
+    install(&admin);
+    let volcano = Volcano::start(&plane);
+    wait_for_webhooks(&plane, &volcano).await;
+    let (controllers, scheduler) = volcano.pids();
+    let load_args = std::env::var("VOLCANO_LOAD_ARGS")
+        .unwrap_or_else(|_| "--nodes 200 --pods 500 --rate 100".to_string());
+    let out = Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .arg("load")
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .args(load_args.split_whitespace())
+        .arg(format!("--scheduler-pid={scheduler}"))
+        .arg(format!("--controller-pid={controllers}"))
+        .output()
+        .unwrap();
+    println!("volcano load {load_args}\n{}", text(&out));
+    assert!(out.status.success());
 }

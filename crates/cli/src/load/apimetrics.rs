@@ -202,7 +202,10 @@ impl Scrape {
 /// Reads `/metrics` through `client` (whose identity must be allowed the non-resource URL).
 pub async fn scrape(client: &kube::Client) -> anyhow::Result<Scrape> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
+    let text = client.request_text(request).await.map_err(|e| match e {
+        kube::Error::Api(s) => anyhow::anyhow!("the API server answered {}: {}", s.code, s.message),
+        other => anyhow::anyhow!("{other}"),
+    })?;
     Ok(Scrape::parse(&text))
 }
 

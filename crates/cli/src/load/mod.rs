@@ -135,6 +135,20 @@ impl LoadArgs {
         ] {
             quantity::parse_value(value).map_err(|e| bad(format!("{flag} {value:?}: {e}")))?;
         }
+        for (flag, pid) in [
+            ("--scheduler-pid", self.scheduler_pid),
+            ("--controller-pid", self.controller_pid),
+            ("--apiserver-pid", self.apiserver_pid),
+        ] {
+            if let Some(pid) = pid
+                && procstat::read(pid).is_none()
+            {
+                return Err(bad(format!(
+                    "{flag} {pid}: cannot read /proc/{pid}/stat and /proc/{pid}/status \
+                     (no such process on this machine?)"
+                )));
+            }
+        }
         let workload = match (self.gang_size, self.jobs) {
             (None, false) => Workload::Pods,
             (Some(n), false) => Workload::Gangs(n),

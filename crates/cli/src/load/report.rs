@@ -158,12 +158,14 @@ impl Report {
                 l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms, l.mean_ms
             );
         }
-        let _ = writeln!(
-            out,
-            "  throughput  {} pods bound per second; drain {} after the last arrival",
-            opt(self.throughput_per_s, ""),
-            opt(self.drain_seconds, " s")
-        );
+        if p.bound > 0 {
+            let _ = writeln!(
+                out,
+                "  throughput  {} pods bound per second; drain {} after the last arrival",
+                opt(self.throughput_per_s, ""),
+                opt(self.drain_seconds, " s")
+            );
+        }
         self.api_text(&mut out);
         for u in &self.processes {
             let _ = writeln!(
