@@ -31,7 +31,10 @@ use objects::Shapes;
 #[command(after_help = "\
 The API server is found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else
 ~/.kube/config. The identity needs to write nodes (and their status), pods, PodGroups and
-Jobs, and to read /metrics for the API server's figures.
+Jobs, and to read /metrics for the API server's figures. The load nodes have no kubelet: where
+a node lifecycle controller runs, it marks them NotReady after its grace period (40 s by
+default), so measure on a control plane without one (the real-cluster test tier, `volcano up`);
+a later run finds them stale and sets them Ready again.
 
 JSON (--output json), one object:
   run, namespace, scheduler_name, workload (pods|gangs|jobs), gang_size

@@ -3,7 +3,7 @@
 //! server takes, every object labelled with its run so the run can find and remove it.
 
 use serde_json::{Value, json};
-use volcano_api::keys;
+use volcano_api::{keys, quantity};
 
 /// Label on every object of a run, valued with the run's id: the watch and the clean-up
 /// select on it.
@@ -101,8 +101,13 @@ pub fn node_is_current(node: &Value, shapes: &Shapes) -> bool {
             .any(|c| c["type"] == "Ready" && c["status"] == "True")
     });
     let capacity = &status["allocatable"];
-    let sized = capacity["cpu"] == shapes.node_cpu.as_str()
-        && capacity["memory"] == shapes.node_memory.as_str()
+    // The server keeps quantities in canonical form (`0.5` becomes `500m`): compare values.
+    let same = |key: &str, asked: &str, parse: fn(&str) -> Result<i64, quantity::QuantityError>| {
+        let held = capacity[key].as_str().map(parse);
+        matches!((held, parse(asked)), (Some(Ok(a)), Ok(b)) if a == b)
+    };
+    let sized = same("cpu", &shapes.node_cpu, quantity::parse_milli)
+        && same("memory", &shapes.node_memory, quantity::parse_value)
         && capacity["pods"] == shapes.node_pods.to_string().as_str();
     ready && sized && !has_not_ready_taint(node)
 }
@@ -254,5 +259,9 @@ mod tests {
         let mut bigger = s.clone();
         bigger.node_cpu = "64".into();
         assert!(!node_is_current(&n, &bigger));
+        let mut same = s.clone();
+        same.node_cpu = "32000m".into();
+        same.node_memory = "262144Mi".into();
+        assert!(node_is_current(&n, &same));
     }
 }
