@@ -6,6 +6,7 @@
 mod alloc_vs_load;
 mod bench;
 mod crds;
+mod load;
 mod output;
 mod runtime;
 mod schedule;
@@ -72,6 +73,9 @@ enum Command {
     Up(NoLocalCluster),
     /// Time scheduling sessions over a synthetic cluster held in memory.
     Bench(Box<bench::BenchArgs>),
+    /// Load a cluster: nodes, then pods, gangs or Jobs at a steady rate; report
+    /// creation-to-binding latency, throughput, API requests and process CPU and memory.
+    Load(Box<load::LoadArgs>),
 }
 
 /// `volcano sim`: a run of a scenario or a generated workload, or one of its experiments.
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         #[cfg(not(feature = "local-cluster"))]
         Command::Up(absent) => absent.run(),
         Command::Bench(args) => bench::run(&args),
+        Command::Load(args) => load::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

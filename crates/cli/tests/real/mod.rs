@@ -87,6 +87,8 @@ pub fn install(admin: &Path) {
 /// ServiceAccount's token, logging to `<account>.log` in the control plane's folder.
 pub struct Volcano {
     dir: PathBuf,
+    #[allow(dead_code)] // Only real_load samples the processes.
+    pids: (u32, u32),
     _processes: Vec<Killed>,
 }
 
@@ -143,6 +145,7 @@ impl Volcano {
         );
         Volcano {
             dir: plane.dir().to_path_buf(),
+            pids: (controllers.0.id(), scheduler.0.id()),
             _processes: vec![webhook, controllers, scheduler],
         }
     }
@@ -150,6 +153,13 @@ impl Volcano {
     /// What the component running as `account` logged so far.
     pub fn log(&self, account: &str) -> String {
         std::fs::read_to_string(self.dir.join(format!("{account}.log"))).unwrap_or_default()
+    }
+
+    /// The process ids of the controller manager and the scheduler, for `volcano load`'s
+    /// process figures.
+    #[allow(dead_code)] // Only real_load samples the processes.
+    pub fn pids(&self) -> (u32, u32) {
+        self.pids
     }
 }
 
