@@ -213,6 +213,34 @@ async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Tries of each clean-up request: a collection of thousands takes the server long enough
+/// to time out, or to close the connection, part way; a new request deletes what is left.
+const DELETE_TRIES: u32 = 5;
+
+/// Deletes everything `api` holds with `selector`, trying again on failure; a resource the
+/// server does not serve (no Volcano CRDs, for kube-scheduler's runs) holds nothing.
+async fn delete_all<K>(
+    api: &Api<K>,
+    params: &DeleteParams,
+    selector: &ListParams,
+) -> Result<(), String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut last = String::new();
+    for attempt in 1..=DELETE_TRIES {
+        match api.delete_collection(params, selector).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+        if attempt < DELETE_TRIES {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    Err(last)
+}
+
 /// Deletes the run's Jobs (first, so their controller makes no pods again), PodGroups and
 /// pods, without grace: no kubelet would confirm a graceful deletion.
 async fn clean_up(client: &Client, ns: &str, run: &str) -> anyhow::Result<()> {
@@ -221,23 +249,17 @@ async fn clean_up(client: &Client, ns: &str, run: &str) -> anyhow::Result<()> {
         grace_period_seconds: Some(0),
         ..DeleteParams::background()
     };
-    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-    let groups: Api<PodGroup> = Api::namespaced(client.clone(), ns);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let mut failed = Vec::new();
-    // A cluster without Volcano's CRDs (bare pods for kube-scheduler) has no Jobs to delete.
-    let absent = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
-    if let Err(e) = jobs.delete_collection(&now, &selector).await
-        && !absent(&e)
-    {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    if let Err(e) = delete_all(&jobs, &now, &selector).await {
         failed.push(format!("Jobs: {e}"));
     }
-    if let Err(e) = groups.delete_collection(&now, &selector).await
-        && !absent(&e)
-    {
+    let groups: Api<PodGroup> = Api::namespaced(client.clone(), ns);
+    if let Err(e) = delete_all(&groups, &now, &selector).await {
         failed.push(format!("PodGroups: {e}"));
     }
-    if let Err(e) = pods.delete_collection(&now, &selector).await {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    if let Err(e) = delete_all(&pods, &now, &selector).await {
         failed.push(format!("pods: {e}"));
     }
     if failed.is_empty() {
