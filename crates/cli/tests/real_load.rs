@@ -257,3 +257,56 @@ async fn measure() {
     println!("volcano load {load_args}\n{}", text(&out));
     assert!(out.status.success());
 }
+
+/// kube-scheduler's figures for the same load, to set ours against: `kube-scheduler` from
+/// `KUBEBUILDER_ASSETS` (beside kube-apiserver) on its own real control plane, its client
+/// rate limit raised out of the way (`--kube-api-qps 1000`) as ours has none, and `volcano load
+/// --scheduler-name default-scheduler` with `VOLCANO_LOAD_ARGS`. Run by hand, as `measure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+async fn measure_kube_scheduler() {
+    let Some(assets) = Assets::or_skip("measure_kube_scheduler") else {
+        return;
+    };
+    let Some(bin) = assets
+        .kube_apiserver
+        .parent()
+        .map(|d| d.join("kube-scheduler"))
+        .filter(|p| p.exists())
+    else {
+        println!("skipped: no kube-scheduler beside kube-apiserver in KUBEBUILDER_ASSETS");
+        return;
+    };
+    let plane = RealControlPlane::start(&assets).await.unwrap();
+    let admin = plane.kubeconfig_path();
+    let log = std::fs::File::create(plane.dir().join("kube-scheduler.log")).unwrap();
+    let mut scheduler = Command::new(bin)
+        .arg(format!("--kubeconfig={}", admin.display()))
+        .args([
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--kube-api-qps=1000",
+            "--kube-api-burst=1000",
+        ])
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let load_args = std::env::var("VOLCANO_LOAD_ARGS")
+        .unwrap_or_else(|_| "--nodes 200 --pods 500 --rate 100".to_string());
+    let out = Command::new(env!("CARGO_BIN_EXE_volcano"))
+        .arg("load")
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .args(load_args.split_whitespace())
+        .args(["--scheduler-name", "default-scheduler"])
+        .arg(format!("--scheduler-pid={}", scheduler.id()))
+        .output()
+        .unwrap();
+    let _ = scheduler.kill();
+    let _ = scheduler.wait();
+    println!(
+        "volcano load {load_args} --scheduler-name default-scheduler\n{}",
+        text(&out)
+    );
+    assert!(out.status.success());
+}

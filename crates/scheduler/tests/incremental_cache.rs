@@ -305,6 +305,7 @@ fn a_pod_that_names_its_pod_group_before_the_pod_group_arrives_joins_it() {
     let kept = cache.snapshot(&objs).expect("snapshot");
     let built = build_snapshot(&objs, &opts).expect("build");
     assert_eq!(state(&kept), state(&built));
+    assert_eq!(cache.stats().rebuilt, 1, "taken in place, no rebuild");
 }
 
 #[test]

@@ -261,9 +261,10 @@ impl SchedulerMetrics {
     /// Records one session: its latency, what it decided, every queue and every waiting job,
     /// as the mirror saw them before the session's writes. Series of queues and jobs that are
     /// gone are removed.
-    /// Only a session of the period's tick (`tick`) counts waiting jobs and retries, and sweeps
-    /// the series of PodGroups gone: that walks every pod and PodGroup, and sessions started by
-    /// new work may run a hundred times a second. (Volcano's sessions are the period's.)
+    /// Only a session of the period's tick (`tick`) counts waiting jobs and retries, sets every
+    /// job's share and sweeps the series of PodGroups gone: that walks every pod and PodGroup,
+    /// and sessions started by new work may run a hundred times a second. (Volcano's sessions
+    /// are the period's.)
     pub fn record_session(
         &self,
         d: &Decisions,
@@ -290,17 +291,17 @@ impl SchedulerMetrics {
         }
         self.unschedulable_jobs.set(d.unschedulable.len() as i64);
         self.queues.record(&d.queue_reports);
-        for (job, share) in &d.job_shares {
-            self.job_share.set(
-                [
-                    ("job_ns", job.namespace.clone()),
-                    ("job_id", job.name.clone()),
-                ],
-                *share,
-            );
-        }
-        self.job_share.sweep();
         if tick {
+            for (job, share) in &d.job_shares {
+                self.job_share.set(
+                    [
+                        ("job_ns", job.namespace.clone()),
+                        ("job_id", job.name.clone()),
+                    ],
+                    *share,
+                );
+            }
+            self.job_share.sweep();
             self.record_waiting(d, store.objects());
             self.sweep_jobs(store.objects());
         }

@@ -70,8 +70,8 @@ pub struct SchedulerOptions {
 }
 
 /// The shortest time between the end of one session and the start of the next that new work
-/// starts: arrivals within it are taken by one session, so a stream of pods costs a session
-/// per batch, not per pod.
+/// starts (twice the last session's time when that is longer): arrivals within it are taken
+/// by one session, so a stream of pods costs a session per batch, not per pod.
 pub const MIN_SESSION_GAP: Duration = Duration::from_millis(10);
 
 /// The scheduler's run: its mirror, its configuration, its writer.
@@ -171,8 +171,12 @@ impl SchedulerRuntime {
                 queues_ensured = self.ensure_queues().await;
             }
             self.opts.conf.reload();
+            let started = Instant::now();
             self.session(tick).await;
-            next_allowed = Instant::now() + MIN_SESSION_GAP;
+            // A session started by new work waits for the gap, or for twice as long as the
+            // last session took: at most a third of a core goes to sessions however fast work
+            // arrives, and arrivals meanwhile are taken by one session.
+            next_allowed = Instant::now() + MIN_SESSION_GAP.max(started.elapsed() * 2);
         }
         for w in watchers {
             w.abort();
@@ -218,17 +222,33 @@ impl SchedulerRuntime {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
             }
             if wakes && !self.work {
-                self.work = wake::opens_work(&e);
+                self.work = wake::opens_work(&e) && !self.awaits_its_pod(&e);
             }
             self.cycle.follow(&e);
         }
+    }
+
+    /// Whether `e` is a bare pod's new PodGroup whose pod does not name it yet: the pod's
+    /// annotation, on its way, starts the session (see [`wake::made_for_pod`]).
+    fn awaits_its_pod(&self, e: &WatchEvent) -> bool {
+        let WatchEvent::PodGroup(None, Some(pg)) = e else {
+            return false;
+        };
+        let Some(pod) = wake::made_for_pod(pg) else {
+            return false;
+        };
+        let ns = pg.metadata.namespace.clone().unwrap_or_default();
+        self.mirror
+            .pod(&volcano_api::NamespacedName::new(ns, pod))
+            .is_some_and(|p| !wake::names(p, pg))
     }
 
     /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
     /// metrics. Only a session of the period's tick (`tick`) tells waiting pods why they wait
     /// (their `PodScheduled=False` condition and `FailedScheduling` event): one that new work
     /// started may see a gang whose pods are still being created, and a pod placed a moment
-    /// later should not have been told it waits, nor cost a write.
+    /// later should not have been told it waits, nor cost a write. Queues' `allocated` is
+    /// written on the tick too.
     pub async fn session(&mut self, tick: bool) {
         let started = Instant::now();
         self.work = false;
@@ -278,6 +298,11 @@ impl SchedulerRuntime {
             d.pod_conditions.clear();
             d.events
                 .retain(|e| !(e.object.kind == ObjectKind::Pod && e.reason == FAILED_SCHEDULING));
+            // A queue's `allocated` is for people and monitoring, and moves with every bind:
+            // written once a period, not once a session.
+            for q in &mut d.queues {
+                q.changed = false;
+            }
         }
         self.writer.dispatch(&d, &mut self.mirror);
         // The session's own assumptions wake nothing: they are what it decided.

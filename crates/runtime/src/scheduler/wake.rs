@@ -3,8 +3,9 @@
 //! only echoes this scheduler's own writes (a status, a condition, a bind it assumed) does not,
 //! so sessions follow new work, not their own output.
 
-use volcano_api::WatchEvent;
 use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
+use volcano_api::scheduling::PodGroup;
+use volcano_api::{WatchEvent, keys};
 
 /// Whether `event` may give a session new work.
 pub fn opens_work(event: &WatchEvent) -> bool {
@@ -41,6 +42,30 @@ pub fn opens_work(event: &WatchEvent) -> bool {
         | WatchEvent::StatefulSet(..)
         | WatchEvent::Deployment(..) => false,
     }
+}
+
+/// The pod a new PodGroup was made for, when the controller made it for one pod (a bare
+/// pod's PodGroup is owned by the pod): that pod's annotation naming it follows at once, and
+/// it, not the PodGroup, starts the session, which then enqueues and allocates the gang in one
+/// go (a session for the empty PodGroup would only write `Inqueue`, one more status write per
+/// pod). `None` for any other PodGroup, a Volcano Job's among them: its pods come only once
+/// it is admitted.
+pub fn made_for_pod(pg: &PodGroup) -> Option<&str> {
+    pg.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "Pod" && o.api_version == "v1")
+        .map(|o| o.name.as_str())
+}
+
+/// Whether `pod` names `pg` as its PodGroup already.
+pub fn names(pod: &Pod, pg: &PodGroup) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::GROUP_NAME))
+        .is_some_and(|g| Some(g) == pg.metadata.name.as_ref())
 }
 
 /// A pod's change matters to placement when where it runs, whether it still runs, what it
@@ -114,6 +139,26 @@ mod tests {
         grouped.metadata.annotations =
             Some([("scheduling.k8s.io/group-name".to_string(), "pg".to_string())].into());
         assert!(opens_work(&WatchEvent::Pod(Some(pod(None)), Some(grouped))));
+    }
+
+    #[test]
+    fn a_bare_pods_pod_group_is_known_by_its_owner() {
+        let mut pg = PodGroup::new("podgroup-1", Default::default());
+        assert_eq!(made_for_pod(&pg), None);
+        pg.metadata.owner_references = Some(vec![
+            volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "v1".to_string(),
+                kind: "Pod".to_string(),
+                name: "p".to_string(),
+                ..Default::default()
+            },
+        ]);
+        assert_eq!(made_for_pod(&pg), Some("p"));
+        let mut p = pod(None);
+        assert!(!names(&p, &pg));
+        p.metadata.annotations =
+            Some([(keys::GROUP_NAME.to_string(), "podgroup-1".to_string())].into());
+        assert!(names(&p, &pg));
     }
 
     #[test]

@@ -16,12 +16,13 @@
 //! for the same objects; only the order of tasks created or deleted since the last build may
 //! differ.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi;
 use volcano_api::scheduling::{PodGroup, Queue};
-use volcano_api::{ObjectKind, ObjectRef, Objects};
+use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 
 use super::task::{self, group_key};
 use super::{
@@ -190,6 +191,16 @@ fn pod_changed(
     {
         return Err(Rebuild);
     }
+    // A pod that no longer names a PodGroup still missing is no longer waiting for it.
+    if let Some(was) = old.and_then(group_key)
+        && new.and_then(group_key).as_ref() != Some(&was)
+        && let Some(waiting) = state.missing_groups.get_mut(&was)
+    {
+        waiting.remove(&k);
+        if waiting.is_empty() {
+            state.missing_groups.remove(&was);
+        }
+    }
     let made = match new {
         Some(p) => task::new_task(&state.snap, p, opts, &state.jobs, &state.priorities)?,
         None => None,
@@ -217,7 +228,11 @@ fn pod_changed(
             if task.job.is_none()
                 && let Some(g) = new.and_then(group_key)
             {
-                state.missing_groups.insert(g);
+                state
+                    .missing_groups
+                    .entry(g)
+                    .or_default()
+                    .insert(task.key.clone());
             }
             touched.extend(was.node);
             detach(&mut state.snap, id);
@@ -232,7 +247,11 @@ fn pod_changed(
             if task.job.is_none()
                 && let Some(g) = new.and_then(group_key)
             {
-                state.missing_groups.insert(g);
+                state
+                    .missing_groups
+                    .entry(g)
+                    .or_default()
+                    .insert(task.key.clone());
             }
             let id = TaskId(state.snap.tasks.len() as u32);
             state.tasks.insert(task.key.clone(), id);
@@ -344,17 +363,43 @@ fn pod_group_changed(
         // Its queue is gone: the job leaves the snapshot, its pods stay on their nodes.
         (Some(j), None) => remove_job(state, j),
         (None, Some(info)) => {
-            // Pods that name it are in the snapshot without a job.
-            if state.missing_groups.contains(&k) {
-                return Err(Rebuild);
-            }
             let j = JobId(state.snap.jobs.len() as u32);
-            state.jobs.insert(k, j);
+            state.jobs.insert(k.clone(), j);
             state.snap.jobs.push(Arc::new(info));
+            // Pods that named it before it arrived (a bare pod's annotation is often watched
+            // ahead of its PodGroup) join it now.
+            for pod in state.missing_groups.remove(&k).into_iter().flatten() {
+                join_job(state, &pod, j);
+            }
         }
         (None, None) => {}
     }
     Ok(())
+}
+
+/// Puts the job-less task of `pod`, if it still is one, into job `j`: taken out and put in
+/// again, as a pod deleted and created would be.
+fn join_job(state: &mut Built, pod: &NamespacedName, j: JobId) {
+    let Some(&id) = state.tasks.get(pod) else {
+        return;
+    };
+    if state.snap.task(id).job.is_some() {
+        return;
+    }
+    let mut task = (*state.snap.tasks[id.idx()]).clone();
+    let status = task.status;
+    let node = task.node;
+    remove_task(state, id);
+    // As `new_task` makes it: unplaced and pending, `insert_task` placing it.
+    task.job = Some(j);
+    task.node = None;
+    task.status = TaskStatus::Pending;
+    let id = TaskId(state.snap.tasks.len() as u32);
+    state.tasks.insert(task.key.clone(), id);
+    task::insert_task(&mut state.snap, id, task, status);
+    if let Some(n) = node {
+        refresh_out_of_sync(&mut state.snap, n);
+    }
 }
 
 /// Deletes job `j`: its tasks stay, job-less, and the last job of the arena takes its id.
@@ -366,7 +411,13 @@ fn remove_job(state: &mut Built, j: JobId) {
         snap.task_mut(t).job = None;
     }
     if !tasks.is_empty() {
-        state.missing_groups.insert(k.clone());
+        let keys: BTreeSet<NamespacedName> =
+            tasks.iter().map(|&t| snap.task(t).key.clone()).collect();
+        state
+            .missing_groups
+            .entry(k.clone())
+            .or_default()
+            .extend(keys);
     }
     state.jobs.remove(&k);
     let last = JobId(snap.jobs.len() as u32 - 1);

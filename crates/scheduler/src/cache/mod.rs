@@ -277,8 +277,9 @@ pub(crate) struct Built {
     pub(crate) jobs: HashMap<NamespacedName, JobId>,
     pub(crate) tasks: HashMap<NamespacedName, TaskId>,
     pub(crate) priorities: Priorities,
-    /// PodGroups named by pods but missing.
-    pub(crate) missing_groups: BTreeSet<NamespacedName>,
+    /// PodGroups named by pods but missing, with the pods that name them (some may have gone
+    /// or moved since: the arrival of the PodGroup checks each).
+    pub(crate) missing_groups: BTreeMap<NamespacedName, BTreeSet<NamespacedName>>,
 }
 
 /// Builds the snapshot of one session.
@@ -393,13 +394,16 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
     snap.node_rank = Arc::new(rank);
 
     let mut task_index = HashMap::with_capacity(objs.pods.len());
-    let mut missing_groups = BTreeSet::new();
+    let mut missing_groups: BTreeMap<NamespacedName, BTreeSet<NamespacedName>> = BTreeMap::new();
     for pod in &objs.pods {
         if let Some((task, status)) = task::new_task(&snap, pod, opts, &job_index, &priorities)? {
             if task.job.is_none()
                 && let Some(g) = task::group_key(pod)
             {
-                missing_groups.insert(g);
+                missing_groups
+                    .entry(g)
+                    .or_default()
+                    .insert(task.key.clone());
             }
             let id = TaskId(snap.tasks.len() as u32);
             task_index.insert(task.key.clone(), id);

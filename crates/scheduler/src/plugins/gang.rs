@@ -66,6 +66,22 @@ fn set_condition(conds: &mut Vec<PodGroupCondition>, c: PodGroupCondition) {
     }
 }
 
+/// Whether `conds` hold gang's `Scheduled` condition as it sets it, and no `Unschedulable`
+/// one that is True.
+fn says_ready(conds: &[PodGroupCondition]) -> bool {
+    conds.iter().any(|c| {
+        c.type_ == SCHEDULED
+            && c.status == "True"
+            && c.reason == READY_REASON
+            && c.message.is_empty()
+    }) && !conds
+        .iter()
+        .any(|c| c.type_ == UNSCHEDULABLE && c.status == "True")
+}
+
+/// The reason of gang's `Scheduled` condition.
+const READY_REASON: &str = "tasks in gang are ready to be scheduled";
+
 /// Marks a condition of `type_` False, so the newest True condition always tells the truth.
 fn clear_condition(conds: &mut [PodGroupCondition], type_: &str) {
     for c in conds
@@ -242,12 +258,18 @@ impl Plugin for Gang {
             if !ready && satisfied_by_releasing(s, j) {
                 continue;
             }
+            // Ready and saying so already: the same condition again would differ only in its
+            // session ID, and would copy the job out of the snapshot it shares with the cache,
+            // for every running job in every session.
+            if ready && says_ready(&s.job(j).conditions) {
+                continue;
+            }
             let condition = if ready {
                 PodGroupCondition {
                     type_: SCHEDULED.to_string(),
                     status: "True".to_string(),
                     transition_id: session_uid.to_string(),
-                    reason: "tasks in gang are ready to be scheduled".to_string(),
+                    reason: READY_REASON.to_string(),
                     ..Default::default()
                 }
             } else {
