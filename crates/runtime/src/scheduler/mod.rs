@@ -17,11 +17,13 @@ use volcano_api::WatchEvent;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
 use volcano_api::keys;
-use volcano_api::scheduling::Queue;
+use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_scheduler::cache::{CacheOptions, implicit_queue};
 use volcano_scheduler::cycle::SchedulingCycle;
-use volcano_scheduler::framework::FAILED_SCHEDULING;
 use volcano_scheduler::framework::SessionOptions;
+use volcano_scheduler::framework::close::SCHEDULED;
+use volcano_scheduler::framework::{Decisions, FAILED_SCHEDULING};
+use volcano_scheduler::model::PgPhase;
 use writes::Outcome;
 
 use crate::events::EventSink;
@@ -231,9 +233,14 @@ impl SchedulerRuntime {
     /// Whether `e` is a bare pod's new PodGroup whose pod does not name it yet: the pod's
     /// annotation, on its way, starts the session (see [`wake::made_for_pod`]).
     fn awaits_its_pod(&self, e: &WatchEvent) -> bool {
-        let WatchEvent::PodGroup(None, Some(pg)) = e else {
-            return false;
-        };
+        match e {
+            WatchEvent::PodGroup(None, Some(pg)) => self.pod_group_awaits_its_pod(pg),
+            _ => false,
+        }
+    }
+
+    /// Whether `pg` was made for a bare pod that does not name it yet.
+    fn pod_group_awaits_its_pod(&self, pg: &PodGroup) -> bool {
         let Some(pod) = wake::made_for_pod(pg) else {
             return false;
         };
@@ -241,6 +248,41 @@ impl SchedulerRuntime {
         self.mirror
             .pod(&volcano_api::NamespacedName::new(ns, pod))
             .is_some_and(|p| !wake::names(p, pg))
+    }
+
+    /// Holds back PodGroup status writes that the next moment makes moot, so a new gang
+    /// costs one status write, not two or three:
+    /// - a gang this session allocated says `Inqueue` and ready; the next session, which
+    ///   follows at once (true is returned), sees its binds assumed and writes `Running`;
+    /// - a bare pod's PodGroup enqueued before its pod names it (a session started by other
+    ///   work): the pod's annotation, on its way, starts the session that allocates it.
+    ///
+    /// Their PodGroup events wait with them, or they would be told twice.
+    fn hold_back(&self, d: &mut Decisions, session: &str) -> bool {
+        let mut held = std::collections::HashSet::new();
+        let mut follow_up = false;
+        for u in d.pod_groups.iter_mut().filter(|u| u.changed) {
+            if u.status.phase != PgPhase::Inqueue.as_str() {
+                continue;
+            }
+            let allocated_now =
+                u.status.conditions.iter().any(|c| {
+                    c.type_ == SCHEDULED && c.status == "True" && c.transition_id == session
+                });
+            let awaits_its_pod = || {
+                self.mirror
+                    .pod_group(&u.key)
+                    .is_some_and(|pg| self.pod_group_awaits_its_pod(pg))
+            };
+            if allocated_now || awaits_its_pod() {
+                follow_up |= allocated_now;
+                u.changed = false;
+                held.insert(u.key.clone());
+            }
+        }
+        d.events
+            .retain(|e| !(e.object.kind == ObjectKind::PodGroup && held.contains(&e.object.key)));
+        follow_up
     }
 
     /// One session: the cycle's snapshot, its actions off the async threads, the writes, the
@@ -271,8 +313,9 @@ impl SchedulerRuntime {
         let snapshot_took = started.elapsed();
         self.sessions += 1;
         let conf = self.opts.conf.conf().clone();
+        let uid = format!("{}-{}", self.opts.identity, self.sessions);
         let opts = SessionOptions {
-            uid: format!("{}-{}", self.opts.identity, self.sessions),
+            uid: uid.clone(),
             now: Some(Time(Timestamp::now())),
             percentage_nodes_to_find: self.opts.percentage_nodes_to_find,
         };
@@ -303,6 +346,9 @@ impl SchedulerRuntime {
             for q in &mut d.queues {
                 q.changed = false;
             }
+        }
+        if self.hold_back(&mut d, &uid) {
+            self.work = true;
         }
         self.writer.dispatch(&d, &mut self.mirror);
         // The session's own assumptions wake nothing: they are what it decided.
