@@ -217,22 +217,23 @@ fn pod_changed(
         }
         _ => existing,
     };
+    // A pod naming a PodGroup not seen yet (its watch event came before the PodGroup's, or it
+    // was made before the PodGroup): the PodGroup's arrival must find it.
+    if let Some((task, _)) = &made
+        && task.job.is_none()
+        && let Some(g) = new.and_then(group_key)
+    {
+        state
+            .missing_groups
+            .entry(g)
+            .or_default()
+            .insert(task.key.clone());
+    }
     match (existing, made) {
         (Some(id), Some((task, status))) => {
             let was = state.snap.task(id);
             if was.resreq != task.resreq || was.gpu != task.gpu {
                 return Err(Rebuild);
-            }
-            // A pod that had no group and now names one not seen yet (the pod's watch event
-            // came before its PodGroup's): the PodGroup's arrival must find it.
-            if task.job.is_none()
-                && let Some(g) = new.and_then(group_key)
-            {
-                state
-                    .missing_groups
-                    .entry(g)
-                    .or_default()
-                    .insert(task.key.clone());
             }
             touched.extend(was.node);
             detach(&mut state.snap, id);
@@ -244,15 +245,6 @@ fn pod_changed(
             remove_task(state, id);
         }
         (None, Some((task, status))) => {
-            if task.job.is_none()
-                && let Some(g) = new.and_then(group_key)
-            {
-                state
-                    .missing_groups
-                    .entry(g)
-                    .or_default()
-                    .insert(task.key.clone());
-            }
             let id = TaskId(state.snap.tasks.len() as u32);
             state.tasks.insert(task.key.clone(), id);
             task::insert_task(&mut state.snap, id, task, status);
