@@ -59,13 +59,16 @@ pub fn made_for_pod(pg: &PodGroup) -> Option<&str> {
         .map(|o| o.name.as_str())
 }
 
-/// Whether `pod` names `pg` as its PodGroup already.
+/// Whether `pod` names `pg` as its PodGroup already (under either annotation the scheduler
+/// cache reads).
 pub fn names(pod: &Pod, pg: &PodGroup) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(keys::GROUP_NAME))
-        .is_some_and(|g| Some(g) == pg.metadata.name.as_ref())
+    let Some(a) = pod.metadata.annotations.as_ref() else {
+        return false;
+    };
+    [keys::GROUP_NAME, keys::VOLCANO_GROUP_NAME]
+        .iter()
+        .filter_map(|k| a.get(*k))
+        .any(|g| Some(g) == pg.metadata.name.as_ref())
 }
 
 /// A pod's change matters to placement when where it runs, whether it still runs, what it
