@@ -272,3 +272,20 @@ fn quantities_in_messages_are_in_kubernetes_human_form() {
     );
     assert!(!m.contains("329853488332"), "{m}");
 }
+
+#[test]
+fn a_ready_gang_is_told_on_its_pod_group_but_a_gang_of_one_only_by_its_pod() {
+    let objs = cluster()
+        .with(node("n1").cpu(8).mem_gi(16))
+        .with(gang("team", "pair").min(2).pods(2, 1000, GI))
+        .with(gang("team", "lone").pods(1, 1000, GI))
+        .objects();
+    let d = run_session_n(&objs, &default_conf(), 1);
+    assert_eq!(d.binds.len(), 3, "everything fits");
+    let told: Vec<String> = events(&d, "Scheduled")
+        .into_iter()
+        .filter(|(o, _)| o.kind == volcano_api::ObjectKind::PodGroup)
+        .map(|(o, _)| o.key.name.clone())
+        .collect();
+    assert_eq!(told, vec!["pair".to_string()]);
+}

@@ -362,12 +362,16 @@ impl Session {
                     message: c.message.clone(),
                 });
             }
-        } else if job
-            .conditions
-            .iter()
-            .any(|c| c.type_ == SCHEDULED && c.status == "True")
+        } else if job.min_available > 1
+            && job
+                .conditions
+                .iter()
+                .any(|c| c.type_ == SCHEDULED && c.status == "True")
             && old_newest.is_none_or(|o| o.type_ != SCHEDULED)
         {
+            // A gang of one (a bare pod's, a Deployment's) is told ready by its pod's own
+            // `Scheduled` event: a second one on the PodGroup would double the events of a
+            // stream of bare pods and tell nobody anything new.
             d.events.push(Event {
                 object: object(),
                 type_: EventType::Normal,
