@@ -4,6 +4,9 @@
 pub const GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 /// Alternative pod annotation naming the PodGroup.
 pub const VOLCANO_GROUP_NAME: &str = "scheduling.volcano.sh/group-name";
+/// Pod annotation, `"true"`: the PodGroup its [`GROUP_NAME`] names was chosen when the pod was
+/// admitted, and the PodGroup controller creates it (the pod needs no patch afterwards).
+pub const GROUP_NAMED_AT_ADMISSION: &str = "scheduling.volcano.sh/group-named-at-admission";
 /// Task role of a pod (annotation or label).
 pub const TASK_SPEC: &str = "volcano.sh/task-spec";
 /// Whether a pod (default true) or PodGroup (default false) may be preempted.

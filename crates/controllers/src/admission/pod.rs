@@ -1,18 +1,28 @@
-//! Volcano's pod validating webhook: a pod of a Volcano scheduler sets at most one of the
+//! Volcano's pod webhooks. Validating: a pod of a Volcano scheduler sets at most one of the
 //! disruption-budget annotations, to a positive count or a percentage between 1% and 99%.
+//! Mutating: a pod of ours that names no PodGroup is given the name of the one the PodGroup
+//! controller will make for it, so the controller need not patch the pod afterwards (a patch
+//! of every bare pod was the API server's costliest request per pod).
 
-use serde_json::Value;
-use volcano_api::keys::{JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE};
+use serde_json::{Value, json};
+use volcano_api::keys::{
+    GROUP_NAME, GROUP_NAMED_AT_ADMISSION, JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE,
+    VOLCANO_GROUP_NAME,
+};
 
-use super::request::AdmissionSettings;
+use super::request::{AdmissionSettings, Patch};
 
-/// Checks a pod being created; pods of other schedulers pass.
-pub fn validate_pod(pod: &Value, settings: &AdmissionSettings) -> Result<(), String> {
+fn is_ours(pod: &Value, settings: &AdmissionSettings) -> bool {
     let scheduler = pod
         .pointer("/spec/schedulerName")
         .and_then(Value::as_str)
         .unwrap_or("default-scheduler");
-    if !settings.scheduler_names.iter().any(|s| s == scheduler) {
+    settings.scheduler_names.iter().any(|s| s == scheduler)
+}
+
+/// Checks a pod being created; pods of other schedulers pass.
+pub fn validate_pod(pod: &Value, settings: &AdmissionSettings) -> Result<(), String> {
+    if !is_ours(pod, settings) {
         return Ok(());
     }
     let annotations = pod
@@ -33,6 +43,70 @@ pub fn validate_pod(pod: &Value, settings: &AdmissionSettings) -> Result<(), Str
         ));
     }
     Ok(())
+}
+
+/// Names the PodGroup of a pod being created, when it is ours, names none and belongs to no
+/// Volcano Job: `podgroup-<uid>` of its controlling owner, as the PodGroup controller names
+/// it, else of the pod (known only where admission runs after the uid is set), else of the
+/// admission request (unique, as the pod's uid would be). `request_uid` is that request's.
+pub fn mutate_pod(pod: &Value, request_uid: Option<&str>, settings: &AdmissionSettings) -> Patch {
+    let mut patch = Patch::default();
+    let annotations = pod
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object);
+    let named = |key: &str| {
+        annotations
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+    };
+    let owners = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let in_job = owners.iter().any(|o| {
+        field(o, "kind") == "Job" && field(o, "apiVersion").starts_with("batch.volcano.sh/")
+    });
+    if !is_ours(pod, settings) || in_job || named(GROUP_NAME) || named(VOLCANO_GROUP_NAME) {
+        return patch;
+    }
+    let controller = owners
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|o| field(o, "uid"));
+    let own = pod.pointer("/metadata/uid").and_then(Value::as_str);
+    let Some(uid) = [controller, own, request_uid]
+        .into_iter()
+        .flatten()
+        .find(|u| !u.is_empty())
+    else {
+        return patch;
+    };
+    let name = format!("podgroup-{uid}");
+    match annotations {
+        None => patch.add(
+            "/metadata/annotations",
+            json!({GROUP_NAME: name, GROUP_NAMED_AT_ADMISSION: "true"}),
+        ),
+        Some(_) => {
+            patch.add(&annotation_path(GROUP_NAME), json!(name));
+            patch.add(&annotation_path(GROUP_NAMED_AT_ADMISSION), json!("true"));
+        }
+    }
+    patch
+}
+
+fn field<'v>(o: &'v Value, key: &str) -> &'v str {
+    o.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The JSON pointer of annotation `key` (RFC 6901 escapes `~` and `/`).
+fn annotation_path(key: &str) -> String {
+    format!(
+        "/metadata/annotations/{}",
+        key.replace('~', "~0").replace('/', "~1")
+    )
 }
 
 /// An int-or-percentage budget, as Go's `intstr.Parse` reads it.

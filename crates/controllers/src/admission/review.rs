@@ -37,9 +37,9 @@ fn decode<K: serde::de::DeserializeOwned>(
         .map_err(|e| Verdict::Denied(format!("failed to decode {kind}: {e}")))
 }
 
-/// Answers one request. The PodGroup and pod mutating endpoints admit without defaults: the
-/// namespace's default queue and the resource-group rules they apply in Volcano need
-/// configuration volcano-rs does not read yet.
+/// Answers one request. The PodGroup mutating endpoint admits without defaults, and the pod
+/// one only names the pod's PodGroup: the namespace's default queue and the resource-group
+/// rules they apply in Volcano need configuration volcano-rs does not read yet.
 pub fn review(
     request: Request<'_>,
     view: &dyn AdmissionView,
@@ -113,8 +113,15 @@ fn run(
             }
             Operation::Connect => unexpected(op, "`CREATE`, `UPDATE` or `DELETE`"),
         },
-        Endpoint::PodGroupsMutate | Endpoint::PodsMutate => match op {
+        Endpoint::PodGroupsMutate => match op {
             Operation::Create => Verdict::Allowed(Patch::default()),
+            _ => unexpected(op, "`CREATE`"),
+        },
+        Endpoint::PodsMutate => match (op, request.object) {
+            (Operation::Create, Some(object)) => {
+                Verdict::Allowed(pod::mutate_pod(object, request.uid, settings))
+            }
+            (Operation::Create, None) => Verdict::Allowed(Patch::default()),
             _ => unexpected(op, "`CREATE`"),
         },
         Endpoint::PodGroupsValidate => match op {

@@ -41,6 +41,28 @@ pub fn pod_group_name(pod: &Pod) -> String {
     }
 }
 
+/// The PodGroup this controller makes for `pod`, if it makes one: the one named at the pod's
+/// admission ([`keys::GROUP_NAMED_AT_ADMISSION`]), else [`pod_group_name`] for a pod that
+/// names none. A pod that names a PodGroup itself (a Job's, a user's) gets none from us.
+pub fn made_pod_group(pod: &Pod) -> Option<String> {
+    let annotation = |key: &str| {
+        pod.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    match annotation(keys::GROUP_NAME) {
+        Some(name) if annotation(keys::GROUP_NAMED_AT_ADMISSION) == Some("true") => {
+            Some(name.to_string())
+        }
+        Some(_) => None,
+        None if annotation(keys::VOLCANO_GROUP_NAME).is_some() => None,
+        None => Some(pod_group_name(pod)),
+    }
+}
+
 /// The annotations of the workloads that own `pod` (ReplicaSets and StatefulSets, looked up by
 /// name in the pod's namespace), the first owner listed winning a key both set. An owner
 /// not found is skipped, as Volcano skips one it cannot get.

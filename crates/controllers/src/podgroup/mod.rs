@@ -20,7 +20,7 @@ use crate::time::Instant;
 use crate::view::{ClusterView, owning_job, pod_annotation as annotation};
 use crate::workqueue::{RetryPolicy, WorkQueue};
 pub use build::pod_group_name;
-use build::{owner_annotations, pod_group_for};
+use build::{made_pod_group, owner_annotations, pod_group_for};
 use volcano_api::NamespacedName;
 use workload::{WorkloadKey, changes_for_workload};
 
@@ -62,12 +62,10 @@ impl PodGroupController {
         }
     }
 
-    /// Whether the pod is ours and has no PodGroup.
+    /// Whether the pod is ours and its PodGroup is ours to make: it names none, or the one its
+    /// admission named (which may exist already: the turn then finds nothing to do).
     pub fn needs_pod_group(&self, pod: &Pod) -> bool {
-        self.is_ours(pod)
-            && owning_job(pod).is_none()
-            && annotation(pod, keys::GROUP_NAME).is_none_or(str::is_empty)
-            && annotation(pod, keys::VOLCANO_GROUP_NAME).is_none_or(str::is_empty)
+        self.is_ours(pod) && owning_job(pod).is_none() && made_pod_group(pod).is_some()
     }
 
     /// Whether the pod's `schedulerName` is one of ours.
@@ -119,7 +117,8 @@ impl PodGroupController {
                 PodGroupKey::Pod(pod) => view
                     .pod(&pod.namespace, &pod.name)
                     .filter(|p| self.needs_pod_group(p))
-                    .map(|p| changes_for(p, view)),
+                    .map(|p| changes_for(p, view))
+                    .filter(|c| !c.is_empty()),
                 PodGroupKey::Workload(w) => {
                     Some(changes_for_workload(w, view, |p| self.is_ours(p)))
                         .filter(|c| !c.is_empty())
@@ -148,7 +147,9 @@ impl PodGroupController {
 
 fn changes_for(pod: &Pod, view: &ClusterView<'_>) -> Vec<Change> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let name = pod_group_name(pod);
+    let Some(name) = made_pod_group(pod) else {
+        return Vec::new();
+    };
     let mut changes = Vec::new();
     if view.pod_group(&ns, &name).is_none() {
         let owners = owner_annotations(pod, view);
@@ -156,10 +157,18 @@ fn changes_for(pod: &Pod, view: &ClusterView<'_>) -> Vec<Change> {
             pod, &name, &owners,
         ))));
     }
-    changes.push(Change::PatchPodAnnotations {
-        namespace: ns,
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        annotations: BTreeMap::from([(keys::GROUP_NAME.to_string(), Some(name))]),
-    });
+    changes.extend(name_in_pod(pod, name));
     changes
+}
+
+/// The patch that names PodGroup `name` in `pod`, unless the pod names it already (as one
+/// named at admission does).
+pub(crate) fn name_in_pod(pod: &Pod, name: String) -> Option<Change> {
+    (annotation(pod, keys::GROUP_NAME) != Some(name.as_str())).then(|| {
+        Change::PatchPodAnnotations {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            annotations: BTreeMap::from([(keys::GROUP_NAME.to_string(), Some(name))]),
+        }
+    })
 }

@@ -410,3 +410,69 @@ fn pods_of_another_scheduler_get_no_group_from_their_workload() {
     settle(&mut c, &mut store);
     assert!(store.objects().pod_groups.is_empty());
 }
+
+#[test]
+fn a_pod_named_at_admission_gets_that_pod_group_without_a_patch() {
+    let mut pod = owned_pod("lone", "ReplicaSet", "web", &[("app", "web")]);
+    pod.metadata.owner_references = None;
+    pod.metadata.annotations = map(&[
+        (keys::GROUP_NAME, "podgroup-req-1"),
+        (keys::GROUP_NAMED_AT_ADMISSION, "true"),
+    ]);
+    let mut store = ObjectStore::new(Objects {
+        pods: vec![pod.clone()],
+        ..Default::default()
+    });
+    let mut c = controller();
+    c.on_pod(&pod);
+    let work = c
+        .next(&ClusterView::new(&store), Instant::default())
+        .expect("a turn");
+    assert!(
+        matches!(work.changes.as_slice(), [Change::CreatePodGroup(pg)]
+            if pg.metadata.name.as_deref() == Some("podgroup-req-1")),
+        "{:?}",
+        work.changes
+    );
+    apply(&mut store, work.changes);
+    c.finish(&work.key, true, Instant::default());
+    let pg = pod_group(&store, "podgroup-req-1");
+    assert_eq!(
+        pg.metadata.owner_references.as_ref().unwrap()[0].uid,
+        "uid-lone",
+        "the PodGroup goes with its pod"
+    );
+    assert_eq!(pg.spec.min_member, 1);
+    // Every later change of the pod finds its PodGroup there and nothing to do.
+    c.on_pod(&pod);
+    assert!(settle(&mut c, &mut store).is_empty());
+    assert_eq!(store.objects().pod_groups.len(), 1);
+}
+
+#[test]
+fn a_replica_named_at_admission_shares_its_workloads_pod_group() {
+    let rs = replica_set("web", 2, &[(keys::GROUP_MIN_MEMBER, "2")]);
+    let pods: Vec<Pod> = (0..2)
+        .map(|i| {
+            let mut p = owned_pod(&format!("web-{i}"), "ReplicaSet", "web", &[("app", "web")]);
+            p.metadata.annotations = map(&[
+                (keys::GROUP_NAME, "podgroup-uid-web"),
+                (keys::GROUP_NAMED_AT_ADMISSION, "true"),
+            ]);
+            p
+        })
+        .collect();
+    let mut store = ObjectStore::new(Objects {
+        replica_sets: vec![rs.clone()],
+        pods: pods.clone(),
+        ..Default::default()
+    });
+    let mut c = controller();
+    for p in &pods {
+        c.on_pod(p);
+    }
+    c.on_replica_set(&rs);
+    settle(&mut c, &mut store);
+    assert_eq!(store.objects().pod_groups.len(), 1);
+    assert_eq!(pod_group(&store, "podgroup-uid-web").spec.min_member, 2);
+}

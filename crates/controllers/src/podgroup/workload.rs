@@ -10,11 +10,10 @@ use volcano_api::NamespacedName;
 use volcano_api::k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use volcano_api::keys;
 
-use super::build::{owner_annotations, pod_group_for, pod_group_name};
+use super::build::{made_pod_group, owner_annotations, pod_group_for};
 use crate::change::Change;
-use crate::view::{ClusterView, pod_annotation};
+use crate::view::ClusterView;
 
 /// The label a StatefulSet's controller puts on each pod: the revision it was made from.
 const CONTROLLER_REVISION_HASH: &str = "controller-revision-hash";
@@ -139,17 +138,16 @@ pub(super) fn changes_for_workload(
         return Vec::new();
     };
     // A pod already in a PodGroup keeps it: LeaderWorkerSet, for one, makes its own.
-    if !ours(pod) || pod_annotation(pod, keys::GROUP_NAME).is_some_and(|g| !g.is_empty()) {
+    let Some(name) = made_pod_group(pod).filter(|_| ours(pod)) else {
         return Vec::new();
-    }
-    create_or_update(pod, view)
+    };
+    create_or_update(pod, name, view)
 }
 
 /// Volcano's `createOrUpdateNormalPodPG`: the pod's PodGroup is created, or its spec replaced
 /// when the owners' annotations now ask for another; then the pod is put in it.
-fn create_or_update(pod: &Pod, view: &ClusterView<'_>) -> Vec<Change> {
+fn create_or_update(pod: &Pod, name: String, view: &ClusterView<'_>) -> Vec<Change> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let name = pod_group_name(pod);
     let wanted = pod_group_for(pod, &name, &owner_annotations(pod, view));
     let mut changes = Vec::new();
     match view.pod_group(&ns, &name) {
@@ -161,10 +159,6 @@ fn create_or_update(pod: &Pod, view: &ClusterView<'_>) -> Vec<Change> {
         }),
         Some(_) => {}
     }
-    changes.push(Change::PatchPodAnnotations {
-        namespace: ns,
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        annotations: BTreeMap::from([(keys::GROUP_NAME.to_string(), Some(name))]),
-    });
+    changes.extend(super::name_in_pod(pod, name));
     changes
 }

@@ -42,6 +42,7 @@ pub fn answer(
             operation,
             object: present("object"),
             old_object: present("oldObject"),
+            uid: uid.as_str().filter(|u| !u.is_empty()),
         },
         view,
         settings,
