@@ -127,6 +127,17 @@ impl<K> Serialize for Lenient<K> {
     }
 }
 
+/// An object read from the API server's JSON exactly as a watcher reads it (see
+/// [`Lenient`]); why not, when it cannot be. For measurements and tests of that path.
+pub fn read<K>(json: &[u8]) -> Result<K, String>
+where
+    K: Resource + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let lenient: Lenient<K> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    lenient.0.map_err(|u| u.error)
+}
+
 /// The event with its object read as `K`; `None` (after a warning naming it) when the object
 /// cannot be.
 fn typed<K>(kind: &str, ev: watcher::Event<Lenient<K>>) -> Option<watcher::Event<K>> {
