@@ -1,6 +1,6 @@
 //! What the scheduler holds per pod: 1,000 nodes and 10,000 pods as a real API server returns
 //! them (the service-account volume, default tolerations, a kubelet's status, each bare pod
-//! with the PodGroup the controller made for it) read as the scheduler's watchers read them,
+//! with the PodGroup the controller made for it) read as the scheduler's watchers read them (pods slimmed to what it reads),
 //! into its mirror, then its cache. Heap bytes are counted by a global allocator.
 //!
 //! Ignored: it measures, it does not check a behaviour. Run with
@@ -16,7 +16,7 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use volcano_api::k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_runtime::mirror::{ClusterMirror, Update};
-use volcano_runtime::reflect;
+use volcano_runtime::reflect::{self, PodView};
 use volcano_scheduler::cache::CacheOptions;
 use volcano_scheduler::cycle::SchedulingCycle;
 
@@ -31,6 +31,10 @@ fn live() -> (isize, isize) {
         s.bytes_allocated as isize - s.bytes_deallocated as isize,
         s.allocations as isize - s.deallocations as isize,
     )
+}
+
+fn same<K>(k: K) -> K {
+    k
 }
 
 const NODES: usize = 1_000;
@@ -162,6 +166,7 @@ fn list<K>(
     cycle: &mut SchedulingCycle,
     objs: impl Iterator<Item = Value>,
     wrap: fn(watcher::Event<K>) -> Update,
+    keep: fn(K) -> K,
 ) where
     K: kube::Resource + serde::de::DeserializeOwned,
     K::DynamicType: Default,
@@ -176,7 +181,7 @@ fn list<K>(
         // The wire's bytes, so the parse is the watcher's.
         let bytes = serde_json::to_vec(&v).unwrap();
         drop(v);
-        let obj: K = reflect::read(&bytes).unwrap();
+        let obj: K = keep(reflect::read(&bytes).unwrap());
         mirror.apply(wrap(watcher::Event::InitApply(obj)));
         if n % 500 == 499 {
             follow(mirror);
@@ -214,18 +219,32 @@ fn heap_held_per_pod_by_the_schedulers_mirror_and_cache() {
         &mut cycle,
         ["root", "default"].into_iter().map(queue),
         Update::Queue,
+        same,
     );
     let at = live();
-    list::<Node>(&mut mirror, &mut cycle, (0..NODES).map(node), Update::Node);
+    list::<Node>(
+        &mut mirror,
+        &mut cycle,
+        (0..NODES).map(node),
+        Update::Node,
+        same,
+    );
     let at = report("mirror: nodes", at, NODES);
     list::<PodGroup>(
         &mut mirror,
         &mut cycle,
         (0..PODS).map(pod_group),
         Update::PodGroup,
+        same,
     );
     let at = report("mirror: PodGroups (one per pod)", at, PODS);
-    list::<Pod>(&mut mirror, &mut cycle, (0..PODS).map(pod), Update::Pod);
+    list::<Pod>(
+        &mut mirror,
+        &mut cycle,
+        (0..PODS).map(pod),
+        Update::Pod,
+        |p| PodView::Scheduler.keep(p),
+    );
     let at = report("mirror: pods", at, PODS);
     let mirrored = report("mirror: all", start, PODS);
 
@@ -244,7 +263,7 @@ fn heap_held_per_pod_by_the_schedulers_mirror_and_cache() {
     for i in 0..PODS {
         let mut v = pod(i);
         v["metadata"]["resourceVersion"] = json!(format!("{}", 300_000 + i));
-        let p: Pod = reflect::read(&serde_json::to_vec(&v).unwrap()).unwrap();
+        let p = PodView::Scheduler.keep(reflect::read(&serde_json::to_vec(&v).unwrap()).unwrap());
         mirror.apply(Update::Pod(watcher::Event::Apply(p)));
         if i % 500 == 499 {
             follow(&mut mirror, &mut cycle);
@@ -272,7 +291,8 @@ fn heap_held_per_pod_by_the_schedulers_mirror_and_cache() {
         size_of::<volcano_scheduler::model::TaskInfo>(),
         size_of::<volcano_api::WatchEvent>(),
     );
-    let one: Pod = reflect::read(&serde_json::to_vec(&pod(1)).unwrap()).unwrap();
+    let one =
+        PodView::Scheduler.keep(reflect::read(&serde_json::to_vec(&pod(1)).unwrap()).unwrap());
     println!(
         "one pod: {} B of JSON from the API server, {} B as the mirror holds it (serialized)",
         serde_json::to_vec(&pod(1)).unwrap().len(),

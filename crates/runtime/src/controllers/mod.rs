@@ -209,7 +209,7 @@ impl ControllerRuntime {
         mut stop: Stop,
     ) -> Result<(), RuntimeError> {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, &tx);
+        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, reflect::PodView::Full, &tx);
         drop(tx);
         loop {
             while let Ok(u) = rx.try_recv() {
