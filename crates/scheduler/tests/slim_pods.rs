@@ -95,13 +95,12 @@ fn pod(name: &str, extra: Value, running_on: Option<&str>) -> Pod {
 /// A cluster where each pending pod has one right node, and dropping the field that says so
 /// would send it elsewhere (ties go to the first node by name, `n1`) or keep it pending.
 fn cluster() -> Objects {
-    let mut objs = Objects::default();
-    objs.nodes = vec![
+    let nodes = vec![
         from(node("n1", "a", false)),
         from(node("n2", "b", false)),
         from(node("n3", "c", true)),
     ];
-    objs.persistent_volumes = vec![from(
+    let persistent_volumes = vec![from(
         json!({"metadata": {"name": "pv-b", "uid": "uid-pv-b"},
         "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
             "capacity": {"storage": "10Gi"},
@@ -109,13 +108,13 @@ fn cluster() -> Objects {
             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": ZONE, "operator": "In", "values": ["b"]}]}]}}}}),
     )];
-    objs.persistent_volume_claims = vec![from(json!({"metadata": {"name": "data",
+    let persistent_volume_claims = vec![from(json!({"metadata": {"name": "data",
             "namespace": "ns", "uid": "uid-data",
             "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
         "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
             "volumeName": "pv-b", "resources": {"requests": {"storage": "10Gi"}}}}))];
     let host_port = json!([{"containerPort": 8080, "hostPort": 8080}]);
-    objs.pods = vec![
+    let pods: Vec<Pod> = vec![
         pod("holder", json!({"ports": host_port}), Some("n1")),
         pod("port", json!({"ports": host_port}), None),
         pod(
@@ -139,8 +138,7 @@ fn cluster() -> Objects {
             None,
         ),
     ];
-    objs.pod_groups = objs
-        .pods
+    let pod_groups = pods
         .iter()
         .map(|p| {
             let name = p.metadata.name.clone().unwrap();
@@ -157,7 +155,14 @@ fn cluster() -> Objects {
             )
         })
         .collect();
-    objs
+    Objects {
+        nodes,
+        persistent_volumes,
+        persistent_volume_claims,
+        pods,
+        pod_groups,
+        ..Default::default()
+    }
 }
 
 fn slimmed(mut objs: Objects) -> Objects {
