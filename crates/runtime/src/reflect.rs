@@ -34,6 +34,7 @@ use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::topology::HyperNode;
+use volcano_scheduler::cache::slim_pod;
 
 use crate::mirror::{Kind, Update};
 
@@ -127,6 +128,17 @@ impl<K> Serialize for Lenient<K> {
     }
 }
 
+/// An object read from the API server's JSON exactly as a watcher reads it (see
+/// [`Lenient`]); why not, when it cannot be. For measurements and tests of that path.
+pub fn read<K>(json: &[u8]) -> Result<K, String>
+where
+    K: Resource + DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let lenient: Lenient<K> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    lenient.0.map_err(|u| u.error)
+}
+
 /// The event with its object read as `K`; `None` (after a warning naming it) when the object
 /// cannot be.
 fn typed<K>(kind: &str, ev: watcher::Event<Lenient<K>>) -> Option<watcher::Event<K>> {
@@ -151,10 +163,42 @@ fn typed<K>(kind: &str, ev: watcher::Event<Lenient<K>>) -> Option<watcher::Event
     })
 }
 
+/// How much of each watched pod a mirror keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodView {
+    /// All of it: the controllers read containers' statuses, templates' fields and the rest.
+    Full,
+    /// What the scheduler reads ([`slim_pod`]): most of a pod (environment, mounts, probes,
+    /// the service-account volume, container statuses) is never read by it, and it holds
+    /// every pod of the cluster.
+    Scheduler,
+}
+
+impl PodView {
+    /// The part of `pod` a mirror of this view keeps.
+    pub fn keep(self, pod: Pod) -> Pod {
+        match self {
+            PodView::Full => pod,
+            PodView::Scheduler => slim_pod(pod),
+        }
+    }
+}
+
+/// A watch event with `keep` applied to its object.
+fn kept<K>(ev: watcher::Event<K>, keep: impl Fn(K) -> K) -> watcher::Event<K> {
+    match ev {
+        watcher::Event::Apply(o) => watcher::Event::Apply(keep(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(keep(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(keep(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
 fn spawn<K>(
     client: &Client,
     tx: &mpsc::Sender<Update>,
-    wrap: fn(watcher::Event<K>) -> Update,
+    wrap: impl Fn(watcher::Event<K>) -> Update + Send + 'static,
 ) -> JoinHandle<()>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -225,12 +269,20 @@ impl Backoff for WatchBackoff {
     }
 }
 
-/// Starts watchers for `kinds`; they stop when the receiver is dropped or the handles aborted.
-pub fn watch(client: &Client, kinds: &[Kind], tx: &mpsc::Sender<Update>) -> Vec<JoinHandle<()>> {
+/// Starts watchers for `kinds`, pods kept as `pods` says; they stop when the receiver is
+/// dropped or the handles aborted.
+pub fn watch(
+    client: &Client,
+    kinds: &[Kind],
+    pods: PodView,
+    tx: &mpsc::Sender<Update>,
+) -> Vec<JoinHandle<()>> {
     kinds
         .iter()
         .map(|k| match k {
-            Kind::Pod => spawn::<Pod>(client, tx, Update::Pod),
+            Kind::Pod => spawn::<Pod>(client, tx, move |ev| {
+                Update::Pod(kept(ev, |p| pods.keep(p)))
+            }),
             Kind::Node => spawn::<Node>(client, tx, Update::Node),
             Kind::PodGroup => spawn::<PodGroup>(client, tx, Update::PodGroup),
             Kind::Queue => spawn::<Queue>(client, tx, Update::Queue),

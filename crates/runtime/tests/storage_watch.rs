@@ -101,7 +101,7 @@ async fn storage_objects_reach_the_schedulers_mirror(cluster: Cluster) {
         .expect("the scheduler may point a volume at a claim");
 
     let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-    let watchers = reflect::watch(&sched, &SCHEDULER_KINDS, &tx);
+    let watchers = reflect::watch(&sched, &SCHEDULER_KINDS, reflect::PodView::Scheduler, &tx);
     let mut mirror = ClusterMirror::default();
     let (ok, _) = eventually(30, async || {
         while let Ok(update) = rx.try_recv() {

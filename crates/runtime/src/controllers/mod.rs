@@ -208,7 +208,7 @@ impl ControllerRuntime {
         mut stop: Stop,
     ) -> Result<(), RuntimeError> {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, &tx);
+        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, reflect::PodView::Full, &tx);
         drop(tx);
         let mut in_flight: InFlight = JoinSet::new();
         loop {

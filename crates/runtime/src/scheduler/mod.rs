@@ -76,6 +76,9 @@ pub struct SchedulerOptions {
 /// by one session, so a stream of pods costs a session per batch, not per pod.
 pub const MIN_SESSION_GAP: Duration = Duration::from_millis(10);
 
+/// Watch events applied to the mirror between two hand-overs of its journal to the cycle.
+const JOURNAL_PAGE: usize = 256;
+
 /// The scheduler's run: its mirror, its configuration, its writer.
 pub struct SchedulerRuntime {
     opts: SchedulerOptions,
@@ -124,7 +127,12 @@ impl SchedulerRuntime {
         mut stop: Stop,
     ) -> Result<(), RuntimeError> {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-        let watchers = reflect::watch(self.writer.client(), &SCHEDULER_KINDS, &tx);
+        let watchers = reflect::watch(
+            self.writer.client(),
+            &SCHEDULER_KINDS,
+            reflect::PodView::Scheduler,
+            &tx,
+        );
         drop(tx);
         let mut ticker = tokio::time::interval(self.opts.schedule_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -137,8 +145,15 @@ impl SchedulerRuntime {
                 u = rx.recv() => {
                     let Some(u) = u else { break };
                     self.mirror.apply(u);
+                    let mut applied = 1;
                     while let Ok(u) = rx.try_recv() {
                         self.mirror.apply(u);
+                        applied += 1;
+                        // The journal holds a second copy of each object until followed: a
+                        // full channel (a relist) is followed in pages, not held twice.
+                        if applied % JOURNAL_PAGE == 0 {
+                            self.follow_journal(true);
+                        }
                     }
                     self.follow_journal(true);
                 }

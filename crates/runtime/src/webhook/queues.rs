@@ -12,7 +12,7 @@ use volcano_controllers::admission::AdmissionView;
 
 use crate::Stop;
 use crate::mirror::{Kind, Update};
-use crate::reflect::{UPDATE_CHANNEL, watch};
+use crate::reflect::{PodView, UPDATE_CHANNEL, watch};
 use crate::serve::Readiness;
 
 /// The queues by name.
@@ -62,7 +62,7 @@ impl QueueMirror {
     /// Keeps the mirror current until `stop`; `ready` is set once the first list is in.
     pub async fn run(self, client: Client, ready: Readiness, mut stop: Stop) {
         let (tx, mut rx) = mpsc::channel(UPDATE_CHANNEL);
-        let watchers = watch(&client, &[Kind::Queue], &tx);
+        let watchers = watch(&client, &[Kind::Queue], PodView::Full, &tx);
         drop(tx);
         let mut relist = None;
         loop {

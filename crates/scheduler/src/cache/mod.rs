@@ -14,6 +14,7 @@ pub use decisions::{
     set_gpu_devices, set_pod_scheduled,
 };
 pub use incremental::SchedulerCache;
+pub use task::slim_pod;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

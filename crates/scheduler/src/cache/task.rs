@@ -319,3 +319,100 @@ fn scheduling_view(pod: &Pod) -> Pod {
         status,
     }
 }
+
+/// `kubectl apply`'s copy of the whole object it applied: often the largest annotation, and no
+/// one here reads it.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A container reduced to what the scheduler reads: its name, what it asks for, the ports it
+/// takes on the node and (for an init container) whether it stays as a sidecar.
+fn slim_container(
+    c: k8s_openapi::api::core::v1::Container,
+) -> k8s_openapi::api::core::v1::Container {
+    let ports: Option<Vec<_>> = c.ports.map(|ps| {
+        ps.into_iter()
+            .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
+            .collect()
+    });
+    k8s_openapi::api::core::v1::Container {
+        name: c.name,
+        resources: c.resources,
+        ports: ports.filter(|ps| !ps.is_empty()),
+        restart_policy: c.restart_policy,
+        ..Default::default()
+    }
+}
+
+/// The pod with only what the scheduler reads of it, taken by move: what [`new_task`] reads
+/// (requests, overhead, gates, priority, annotations, status phase, nomination and
+/// `PodScheduled` condition), what plugins read ([`scheduling_view`]), and what a runtime
+/// writing the scheduler's decisions reads (resourceVersion, deletion, uid, creation time,
+/// owners). For a scheduler's own copy of a watched pod: the rest (environment, mounts, probes,
+/// other volumes, container statuses, IPs) is most of a pod and is never read. A scheduler
+/// only ever patches pods, so nothing dropped here is written back.
+pub fn slim_pod(pod: Pod) -> Pod {
+    let Pod {
+        metadata: m,
+        spec,
+        status,
+    } = pod;
+    let annotations = m.annotations.map(|mut a| {
+        a.remove(LAST_APPLIED);
+        a
+    });
+    let spec = spec.map(|s| k8s_openapi::api::core::v1::PodSpec {
+        affinity: s.affinity,
+        node_name: s.node_name,
+        node_selector: s.node_selector,
+        overhead: s.overhead,
+        preemption_policy: s.preemption_policy,
+        priority: s.priority,
+        priority_class_name: s.priority_class_name,
+        scheduler_name: s.scheduler_name,
+        scheduling_gates: s.scheduling_gates,
+        tolerations: s.tolerations,
+        topology_spread_constraints: s.topology_spread_constraints,
+        containers: s.containers.into_iter().map(slim_container).collect(),
+        init_containers: s
+            .init_containers
+            .map(|cs| cs.into_iter().map(slim_container).collect()),
+        // As `scheduling_view` keeps them: the volumes the volume predicates and the binder read.
+        volumes: s.volumes.map(|vs| {
+            vs.into_iter()
+                .filter(|v| {
+                    v.persistent_volume_claim.is_some() || v.ephemeral.is_some() || v.csi.is_some()
+                })
+                .collect()
+        }),
+        ..Default::default()
+    });
+    let status = status.map(|s| k8s_openapi::api::core::v1::PodStatus {
+        phase: s.phase,
+        start_time: s.start_time,
+        nominated_node_name: s.nominated_node_name,
+        // `PodScheduled` is the one condition the scheduler reads and writes (by a patch of
+        // that condition alone).
+        conditions: s.conditions.map(|cs| {
+            cs.into_iter()
+                .filter(|c| c.type_ == POD_SCHEDULED)
+                .collect()
+        }),
+        ..Default::default()
+    });
+    Pod {
+        metadata: ObjectMeta {
+            name: m.name,
+            namespace: m.namespace,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            labels: m.labels,
+            annotations,
+            creation_timestamp: m.creation_timestamp,
+            deletion_timestamp: m.deletion_timestamp,
+            owner_references: m.owner_references,
+            ..Default::default()
+        },
+        spec,
+        status,
+    }
+}
