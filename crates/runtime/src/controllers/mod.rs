@@ -9,7 +9,6 @@ use std::time::{Duration, SystemTime};
 use kube::Client;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
 use volcano_controllers::job::controller::Refusal;
@@ -46,12 +45,17 @@ pub const CONTROLLER_KINDS: [Kind; 13] = [
     Kind::HyperNode,
 ];
 
+/// Turns taken before the loop looks at new watch events again, so a burst of work never
+/// starves the watches.
+const TURNS_PER_ROUND: usize = 64;
+
 /// Turns whose writes are in flight at once (Volcano's controllers run several workers): one
 /// turn's API round trips no longer hold up the next, so a stream of bare pods gets its
-/// PodGroups as fast as the API server answers, not one round trip after another. With a
-/// PodGroup create taking ~50-100 ms on a busy API server (its admission webhooks included),
-/// 300 pods a second need some 30 in flight. A key is never in two turns at once (the work
-/// queues hand it out again only when it is done).
+/// PodGroups as fast as the API server answers, not one round trip after another. A PodGroup
+/// create takes 50-100 ms on a busy API server (its webhook included), so a round of 64 takes
+/// about that long. A key is never in two turns at once (the work queues hand it out again
+/// only when it is done), and a round starts only when the last one's writes are in the mirror,
+/// so no turn decides from a state another turn is changing.
 const TURNS_IN_FLIGHT: usize = 64;
 
 /// How long the loop sleeps when no work is due and nothing is watched.
@@ -210,7 +214,6 @@ impl ControllerRuntime {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
         let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, reflect::PodView::Full, &tx);
         drop(tx);
-        let mut in_flight: InFlight = JoinSet::new();
         loop {
             while let Ok(u) = rx.try_recv() {
                 self.take(u);
@@ -223,8 +226,7 @@ impl ControllerRuntime {
             }
             if self.listed && leader.is_leader() {
                 self.reload_config().await;
-                self.start_turns(&mut in_flight);
-                self.record_stats();
+                self.turns().await;
             }
             let wait = self
                 .manager
@@ -237,9 +239,6 @@ impl ControllerRuntime {
                     Some(u) => self.take(u),
                     None => break,
                 },
-                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
-                    self.finish_turn(done);
-                }
                 _ = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => break,
             }
@@ -253,58 +252,58 @@ impl ControllerRuntime {
         Ok(())
     }
 
-    /// Starts turns of due work until [`TURNS_IN_FLIGHT`] are in flight. A turn's end is
-    /// taken by the loop as it comes, between watch events, so a new pod is seen (and its
-    /// turn started) while earlier turns still wait for the API server.
-    fn start_turns(&mut self, in_flight: &mut InFlight) {
-        while in_flight.len() < TURNS_IN_FLIGHT {
-            let work = {
-                let view = ClusterView::new(self.mirror.indexed());
-                self.manager.next(&view, now())
-            };
-            let Some(work) = work else { break };
-            self.metrics.turns.inc();
-            let uids: Vec<Option<String>> = work
-                .changes
-                .iter()
-                .map(|c| match c {
-                    Change::Event(e) => self.mirror.uid_of(&e.object),
-                    _ => None,
-                })
-                .collect();
-            let turn = Turn {
-                client: self.client.clone(),
-                events: self.events.clone(),
-                metrics: self.metrics.clone(),
-            };
-            in_flight.spawn(async move {
-                let (written, updates) = turn.write(&work.key, &work.changes, uids).await;
-                (work.key, written, updates)
-            });
-        }
-    }
-
-    /// Takes the end of a turn: what the API server returned goes into the mirror and to the
-    /// controllers, and the work queue learns how it went.
-    fn finish_turn(&mut self, done: Result<TurnEnd, tokio::task::JoinError>) {
-        let (key, written, updates) = match done {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::error!(error = %e, "a controller turn failed");
-                return;
+    /// Takes up to [`TURNS_PER_ROUND`] turns of due work, [`TURNS_IN_FLIGHT`] at a time.
+    async fn turns(&mut self) {
+        let mut in_flight = tokio::task::JoinSet::new();
+        let mut taken = 0;
+        loop {
+            while in_flight.len() < TURNS_IN_FLIGHT && taken < TURNS_PER_ROUND {
+                let t = now();
+                let work = {
+                    let view = ClusterView::new(self.mirror.indexed());
+                    self.manager.next(&view, t)
+                };
+                let Some(work) = work else { break };
+                taken += 1;
+                self.metrics.turns.inc();
+                let uids: Vec<Option<String>> = work
+                    .changes
+                    .iter()
+                    .map(|c| match c {
+                        Change::Event(e) => self.mirror.uid_of(&e.object),
+                        _ => None,
+                    })
+                    .collect();
+                let turn = Turn {
+                    client: self.client.clone(),
+                    events: self.events.clone(),
+                    metrics: self.metrics.clone(),
+                };
+                in_flight.spawn(async move {
+                    let (written, updates) = turn.write(&work.key, &work.changes, uids).await;
+                    (work.key, written, updates)
+                });
             }
-        };
-        for u in updates {
-            self.take(u);
+            let Some(done) = in_flight.join_next().await else {
+                break;
+            };
+            let (key, written, updates) = match done {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::error!(error = %e, "a controller turn failed");
+                    continue;
+                }
+            };
+            // What the API server returned goes into the mirror and to the controllers.
+            for u in updates {
+                self.take(u);
+            }
+            match written {
+                Written::All => self.manager.finish(&key, true, now()),
+                Written::Failed => self.manager.finish(&key, false, now()),
+                Written::Refused(r) => self.manager.refused(&key, &r, now()),
+            }
         }
-        match written {
-            Written::All => self.manager.finish(&key, true, now()),
-            Written::Failed => self.manager.finish(&key, false, now()),
-            Written::Refused(r) => self.manager.refused(&key, &r, now()),
-        }
-    }
-
-    fn record_stats(&mut self) {
         // Counting every PodGroup is linear in their number: at most once a period.
         if self
             .queues_recorded
@@ -328,12 +327,6 @@ impl ControllerRuntime {
         }
     }
 }
-
-/// A turn's end: its key, how its writes went, and what the API server returned.
-type TurnEnd = (WorkKey, Written, Vec<Update>);
-
-/// The turns whose writes are in flight.
-type InFlight = JoinSet<TurnEnd>;
 
 /// What a turn needs to write its changes, apart from the loop.
 struct Turn {
