@@ -12,7 +12,7 @@ use volcano_api::resources::{format_amount, pod_requests};
 use volcano_api::scheduling::{NetworkTopologySpec, PodGroup, PodGroupSpec, PodGroupStatus, phase};
 use volcano_api::workload::parse_group_min_member;
 
-use crate::view::ClusterView;
+use crate::view::{ClusterView, pod_annotation};
 
 /// Volcano's `AnnotationPrefix`: the owner annotations a PodGroup inherits start with it.
 /// (`scheduling.volcano.sh/...` keys do not: they are read, not copied.)
@@ -45,14 +45,7 @@ pub fn pod_group_name(pod: &Pod) -> String {
 /// admission ([`keys::GROUP_NAMED_AT_ADMISSION`]), else [`pod_group_name`] for a pod that
 /// names none. A pod that names a PodGroup itself (a Job's, a user's) gets none from us.
 pub fn made_pod_group(pod: &Pod) -> Option<String> {
-    let annotation = |key: &str| {
-        pod.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(key))
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    };
+    let annotation = |key: &str| pod_annotation(pod, key).filter(|v| !v.is_empty());
     match annotation(keys::GROUP_NAME) {
         Some(name) if annotation(keys::GROUP_NAMED_AT_ADMISSION) == Some("true") => {
             Some(name.to_string())
