@@ -20,6 +20,7 @@ pub mod keys;
 pub mod label_selector;
 pub mod lifecycle;
 pub mod object_ref;
+pub mod pod_group_of_pod;
 pub mod quantity;
 pub mod resources;
 pub mod scenario;

@@ -154,6 +154,8 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
             &id,
             ctl_metrics,
         )
+        // As the controller-manager's default: the scheduler keeps a bare pod's PodGroup.
+        .with_bare_pod_groups(false)
         // As in a cluster: HyperNode label discovery as the volcano-controller-configmap
         // ConfigMap of volcano-system says, once it is applied.
         .with_hyper_node_controller(Some(ControllerConfigMap::from_env()));

@@ -112,7 +112,7 @@ async fn volcano_load_binds_every_pod_and_reports_latency_requests_and_process_f
         controllers.as_str(),
     ];
 
-    // Bare pods: the controller manager gives each its PodGroup, the scheduler binds it.
+    // Bare pods: the scheduler binds each under a PodGroup kept in memory; none is created.
     let mut args = vec!["--nodes", "20", "--pods", "60", "--rate", "30"];
     args.extend(pids);
     let bare = load(&admin, &args, &logs);
@@ -124,6 +124,12 @@ async fn volcano_load_binds_every_pod_and_reports_latency_requests_and_process_f
     assert!(
         requests(&bare, "create", "pods") >= 60,
         "the pods' creation is counted: {:#}",
+        bare["api"]
+    );
+    assert_eq!(
+        requests(&bare, "create", "podgroups"),
+        0,
+        "a bare pod costs no PodGroup: {:#}",
         bare["api"]
     );
     let nodes = text(&kubectl(

@@ -133,9 +133,11 @@ impl ControllerManager {
         // Every field but the options is process memory; a field added to the manager must
         // be reset here too.
         let names = self.pod_groups.scheduler_names().to_vec();
+        let bare_pod_groups = self.pod_groups.bare_pod_groups();
         self.jobs = JobController::new(self.retry);
         self.queues = QueueController::new(self.retry);
         self.pod_groups = PodGroupController::new(self.retry, names);
+        self.pod_groups.set_bare_pod_groups(bare_pod_groups);
         self.commands = WorkQueue::new(self.retry);
         self.consuming.clear();
         self.events.clear();
@@ -145,6 +147,12 @@ impl ControllerManager {
             *h = HyperNodeController::new(self.retry, h.discovery().cloned());
         }
         self.relist(view);
+    }
+
+    /// Whether a bare pod of ours gets a PodGroup object (on unless turned off; see
+    /// [`PodGroupController::set_bare_pod_groups`]). Kept across [`ControllerManager::restart`].
+    pub fn set_bare_pod_groups(&mut self, on: bool) {
+        self.pod_groups.set_bare_pod_groups(on);
     }
 
     /// Runs the HyperNode controller (node counts, and label discovery when `discovery` is

@@ -1,7 +1,8 @@
 //! What the scheduler holds per pod: 1,000 nodes and 10,000 pods as a real API server returns
 //! them (the service-account volume, default tolerations, a kubelet's status, each bare pod
-//! with the PodGroup the controller made for it) read as the scheduler's watchers read them (pods slimmed to what it reads),
-//! into its mirror, then its cache. Heap bytes are counted by a global allocator.
+//! with the PodGroup the controller made for it, or with none: the scheduler's shadow
+//! PodGroups) read as the scheduler's watchers read them (pods slimmed to what it reads), into
+//! its mirror, then its cache. Heap bytes are counted by a global allocator.
 //!
 //! Ignored: it measures, it does not check a behaviour. Run with
 //! `cargo test -p volcano-runtime --release --test memory -- --ignored --nocapture`.
@@ -209,16 +210,28 @@ fn report(what: &str, before: (isize, isize), per: usize) -> (isize, isize) {
 #[ignore = "a measurement: run it with --ignored --nocapture"]
 fn heap_held_per_pod_by_the_schedulers_mirror_and_cache() {
     println!("== pods kept whole (as before the scheduler slimmed them)");
-    measure(PodView::Full);
+    measure(PodView::Full, false);
     println!("== pods kept as the scheduler's watch keeps them");
-    measure(PodView::Scheduler);
+    measure(PodView::Scheduler, false);
+    println!("== bare pods with no PodGroup objects (the scheduler's shadow PodGroups)");
+    measure(PodView::Scheduler, true);
 }
 
-fn measure(view: PodView) {
+/// A bare pod, naming the PodGroup the controller made for it unless `shadow` (none made).
+fn bare_pod(i: usize, shadow: bool) -> Value {
+    let mut v = pod(i);
+    if shadow && let Some(m) = v["metadata"].as_object_mut() {
+        m.remove("annotations");
+    }
+    v
+}
+
+fn measure(view: PodView, shadow: bool) {
     let mut mirror = ClusterMirror::journaling();
     let mut cycle = SchedulingCycle::new(CacheOptions {
         scheduler_names: vec!["volcano".to_string()],
         default_queue: "default".to_string(),
+        shadow_pod_groups: shadow,
     });
     let start = live();
     list::<Queue>(
@@ -237,18 +250,22 @@ fn measure(view: PodView) {
         same,
     );
     let at = report("mirror: nodes", at, NODES);
-    list::<PodGroup>(
-        &mut mirror,
-        &mut cycle,
-        (0..PODS).map(pod_group),
-        Update::PodGroup,
-        same,
-    );
-    let at = report("mirror: PodGroups (one per pod)", at, PODS);
+    let at = if shadow {
+        at
+    } else {
+        list::<PodGroup>(
+            &mut mirror,
+            &mut cycle,
+            (0..PODS).map(pod_group),
+            Update::PodGroup,
+            same,
+        );
+        report("mirror: PodGroups (one per pod)", at, PODS)
+    };
     list::<Pod>(
         &mut mirror,
         &mut cycle,
-        (0..PODS).map(pod),
+        (0..PODS).map(|i| bare_pod(i, shadow)),
         Update::Pod,
         |p| view.keep(p),
     );
@@ -268,7 +285,7 @@ fn measure(view: PodView) {
         }
     };
     for i in 0..PODS {
-        let mut v = pod(i);
+        let mut v = bare_pod(i, shadow);
         v["metadata"]["resourceVersion"] = json!(format!("{}", 300_000 + i));
         let p = view.keep(reflect::read(&serde_json::to_vec(&v).unwrap()).unwrap());
         mirror.apply(Update::Pod(watcher::Event::Apply(p)));

@@ -62,6 +62,12 @@ enum Op {
     Gpu {
         pod: usize,
     },
+    /// A pod naming no PodGroup (a bare pod: a gang of one under a shadow PodGroup when the
+    /// cache keeps them).
+    CreateBare {
+        cpu: i64,
+        bind: Option<usize>,
+    },
     /// The pod's PodGroup annotation set (as the controller gives a bare pod its PodGroup).
     Regroup {
         pod: usize,
@@ -87,6 +93,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::NewQueue),
         1 => (0..64usize).prop_map(|pod| Op::Gpu { pod }),
         2 => (0..64usize, 0..5usize).prop_map(|(pod, group)| Op::Regroup { pod, group }),
+        2 => (1..4i64, prop::option::of(0..4usize))
+            .prop_map(|(cpu, bind)| Op::CreateBare { cpu, bind }),
     ]
 }
 
@@ -158,11 +166,17 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
             let new = p.clone();
             cache.pod_changed(Some(&old), Some(&new));
         }
-        Op::Create { group, cpu, bind } => {
+        Op::Create { .. } | Op::CreateBare { .. } => {
+            let (group, cpu, bind) = match *op {
+                Op::Create { group, cpu, bind } => (Some(group), cpu, bind),
+                Op::CreateBare { cpu, bind } => (None, cpu, bind),
+                _ => unreachable!("matched above"),
+            };
             *serial += 1;
-            let mut b = pod("ns", &format!("new-{serial}"))
-                .cpu_milli(cpu * 500)
-                .group(&format!("g{group}"));
+            let mut b = pod("ns", &format!("new-{serial}")).cpu_milli(cpu * 500);
+            if let Some(group) = group {
+                b = b.group(&format!("g{group}"));
+            }
             if let Some(n) = bind {
                 b = b.on(&format!("n{n}"));
             }
@@ -256,9 +270,10 @@ proptest! {
     fn the_kept_snapshot_matches_one_built_from_all_objects(
         ops in prop::collection::vec(op(), 1..40),
         snapshot_every in 1..4usize,
+        shadow_pod_groups in any::<bool>(),
     ) {
         let mut objs = start();
-        let opts = CacheOptions::default();
+        let opts = CacheOptions { shadow_pod_groups, ..CacheOptions::default() };
         let mut cache = SchedulerCache::new(opts.clone());
         let mut serial = 0;
         cache.snapshot(&objs).expect("the start objects are valid");

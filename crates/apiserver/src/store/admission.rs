@@ -72,7 +72,6 @@ impl Store {
                 operation,
                 object: object.as_deref(),
                 old_object: old,
-                uid: None,
             };
             match review(request, &view, &settings) {
                 Verdict::Denied(why) => return Err(denied_by(endpoint, &why)),

@@ -270,7 +270,8 @@ pub fn run_controller_manager(args: &ControllerManagerArgs) -> Result<(), Failur
         let (leader, elector) = elect(&client, &args.common, "volcano-controllers", &id, &stop);
         let mut options = manager_options(&args.common.scheduler_names);
         options.retry.max_retries = Some(args.max_retries());
-        let mut rt = ControllerRuntime::new(client, options, &id, metrics);
+        let mut rt = ControllerRuntime::new(client, options, &id, metrics)
+            .with_bare_pod_groups(args.pod_groups_for_bare_pods);
         if hyper_node_controller_enabled(&args.controllers) {
             rt = rt.with_hyper_node_controller(Some(ControllerConfigMap::from_env()));
         } else {

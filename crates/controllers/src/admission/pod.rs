@@ -1,8 +1,8 @@
 //! Volcano's pod webhooks. Validating: a pod of a Volcano scheduler sets at most one of the
 //! disruption-budget annotations, to a positive count or a percentage between 1% and 99%.
-//! Mutating: a pod of ours that names no PodGroup is given the name of the one the PodGroup
-//! controller will make for it, so the controller need not patch the pod afterwards (a patch
-//! of every bare pod was the API server's costliest request per pod).
+//! Mutating: a replica of ours (a pod with a controlling owner) that names no PodGroup is given
+//! the name of the one the PodGroup controller will make for it, so the controller need not
+//! patch the pod afterwards (a patch per pod was the API server's costliest request).
 
 use serde_json::{Value, json};
 use volcano_api::keys::{
@@ -45,11 +45,12 @@ pub fn validate_pod(pod: &Value, settings: &AdmissionSettings) -> Result<(), Str
     Ok(())
 }
 
-/// Names the PodGroup of a pod being created, when it is ours, names none and belongs to no
-/// Volcano Job: `podgroup-<uid>` of its controlling owner, as the PodGroup controller names
-/// it, else of the pod (known only where admission runs after the uid is set), else of the
-/// admission request (unique, as the pod's uid would be). `request_uid` is that request's.
-pub fn mutate_pod(pod: &Value, request_uid: Option<&str>, settings: &AdmissionSettings) -> Patch {
+/// Names the PodGroup of a pod being created, when it is ours, names none, belongs to no
+/// Volcano Job and has a controlling owner (a ReplicaSet's or StatefulSet's replica):
+/// `podgroup-<owner uid>`, as the PodGroup controller names it. A bare pod is left as it is:
+/// the scheduler keeps its PodGroup (or, with `--pod-groups-for-bare-pods`, the controller
+/// makes it and names it in the pod).
+pub fn mutate_pod(pod: &Value, settings: &AdmissionSettings) -> Patch {
     let mut patch = Patch::default();
     let annotations = pod
         .pointer("/metadata/annotations")
@@ -71,15 +72,11 @@ pub fn mutate_pod(pod: &Value, request_uid: Option<&str>, settings: &AdmissionSe
     if !is_ours(pod, settings) || in_job || named(GROUP_NAME) || named(VOLCANO_GROUP_NAME) {
         return patch;
     }
-    let controller = owners
+    let Some(uid) = owners
         .iter()
         .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-        .map(|o| field(o, "uid"));
-    let own = pod.pointer("/metadata/uid").and_then(Value::as_str);
-    let Some(uid) = [controller, own, request_uid]
-        .into_iter()
-        .flatten()
-        .find(|u| !u.is_empty())
+        .map(|o| field(o, "uid"))
+        .filter(|u| !u.is_empty())
     else {
         return patch;
     };

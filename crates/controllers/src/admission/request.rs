@@ -229,8 +229,6 @@ pub struct Request<'a> {
     pub object: Option<&'a Value>,
     /// The object as stored before (update and delete).
     pub old_object: Option<&'a Value>,
-    /// The request's own uid (an AdmissionReview's `request.uid`), where there is one.
-    pub uid: Option<&'a str>,
 }
 
 /// The answer to one request.

@@ -119,7 +119,7 @@ fn run(
         },
         Endpoint::PodsMutate => match (op, request.object) {
             (Operation::Create, Some(object)) => {
-                Verdict::Allowed(pod::mutate_pod(object, request.uid, settings))
+                Verdict::Allowed(pod::mutate_pod(object, settings))
             }
             (Operation::Create, None) => Verdict::Allowed(Patch::default()),
             _ => unexpected(op, "`CREATE`"),

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use volcano_api::k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
+use volcano_api::pod_group_of_pod::is_bare_pod;
 
 use crate::change::Change;
 use crate::time::Instant;
@@ -28,6 +29,9 @@ use workload::{WorkloadKey, changes_for_workload};
 pub struct PodGroupController {
     queue: WorkQueue<PodGroupKey>,
     scheduler_names: Vec<String>,
+    /// Whether a bare pod ([`is_bare_pod`]) gets a PodGroup object, as in Volcano; without
+    /// one, the scheduler keeps its PodGroup in memory.
+    bare_pod_groups: bool,
 }
 
 /// What a turn of the PodGroup controller is about.
@@ -59,13 +63,29 @@ impl PodGroupController {
         PodGroupController {
             queue: WorkQueue::new(retry),
             scheduler_names,
+            bare_pod_groups: true,
         }
     }
 
+    /// Whether a bare pod gets a PodGroup object (on unless turned off): off, it is left to
+    /// the scheduler's shadow PodGroup, which costs the API server nothing.
+    pub fn set_bare_pod_groups(&mut self, on: bool) {
+        self.bare_pod_groups = on;
+    }
+
+    /// Whether a bare pod gets a PodGroup object.
+    pub fn bare_pod_groups(&self) -> bool {
+        self.bare_pod_groups
+    }
+
     /// Whether the pod is ours and its PodGroup is ours to make: it names none, or the one its
-    /// admission named (which may exist already: the turn then finds nothing to do).
+    /// admission named (which may exist already: the turn then finds nothing to do). A bare
+    /// pod needs none when bare pods are left to the scheduler.
     pub fn needs_pod_group(&self, pod: &Pod) -> bool {
-        self.is_ours(pod) && owning_job(pod).is_none() && made_pod_group(pod).is_some()
+        self.is_ours(pod)
+            && owning_job(pod).is_none()
+            && (self.bare_pod_groups || !is_bare_pod(pod))
+            && made_pod_group(pod).is_some()
     }
 
     /// Whether the pod's `schedulerName` is one of ours.

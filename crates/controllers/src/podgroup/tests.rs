@@ -476,3 +476,39 @@ fn a_replica_named_at_admission_shares_its_workloads_pod_group() {
     assert_eq!(store.objects().pod_groups.len(), 1);
     assert_eq!(pod_group(&store, "podgroup-uid-web").spec.min_member, 2);
 }
+
+#[test]
+fn with_bare_pod_groups_off_a_bare_pod_is_left_to_the_scheduler_and_a_replica_is_not() {
+    let rs = replica_set("web", 1, &[]);
+    let replica = owned_pod("web-0", "ReplicaSet", "web", &[("app", "web")]);
+    let mut bare = owned_pod("lone", "ReplicaSet", "web", &[]);
+    bare.metadata.owner_references = None;
+    let mut store = ObjectStore::new(Objects {
+        replica_sets: vec![rs],
+        pods: vec![replica.clone(), bare.clone()],
+        ..Default::default()
+    });
+    let mut c = controller();
+    c.set_bare_pod_groups(false);
+    assert!(!c.needs_pod_group(&bare));
+    c.on_pod(&bare);
+    c.on_pod(&replica);
+    settle(&mut c, &mut store);
+    let names: Vec<_> = store
+        .objects()
+        .pod_groups
+        .iter()
+        .filter_map(|pg| pg.metadata.name.clone())
+        .collect();
+    assert_eq!(names, vec!["podgroup-uid-web".to_string()]);
+    assert_eq!(
+        group_of(&store, "lone"),
+        None,
+        "the bare pod is not patched"
+    );
+    // On (Volcano's way), the bare pod gets its own PodGroup and is named in it.
+    c.set_bare_pod_groups(true);
+    c.on_pod(&bare);
+    settle(&mut c, &mut store);
+    assert_eq!(group_of(&store, "lone"), Some("podgroup-uid-lone"));
+}

@@ -121,6 +121,13 @@ impl ControllerRuntime {
         }
     }
 
+    /// Whether a bare pod of ours gets a PodGroup object (on unless turned off): off, it is
+    /// left to the scheduler's shadow PodGroup.
+    pub fn with_bare_pod_groups(mut self, on: bool) -> Self {
+        self.manager.set_bare_pod_groups(on);
+        self
+    }
+
     /// Runs the HyperNode controller too: node counts always, label discovery as `config`'s
     /// ConfigMap says (read again every few seconds).
     pub fn with_hyper_node_controller(mut self, config: Option<ControllerConfigMap>) -> Self {

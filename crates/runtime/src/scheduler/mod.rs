@@ -106,6 +106,10 @@ impl SchedulerRuntime {
         let cycle = SchedulingCycle::new(CacheOptions {
             scheduler_names: opts.scheduler_names.clone(),
             default_queue: opts.default_queue.clone(),
+            // A bare pod is scheduled at once whether or not a controller-manager makes it a
+            // PodGroup object (ours with `--pod-groups-for-bare-pods`, Volcano's): the object
+            // takes the shadow's place when it comes.
+            shadow_pod_groups: true,
         });
         SchedulerRuntime {
             opts,

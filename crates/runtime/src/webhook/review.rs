@@ -42,7 +42,6 @@ pub fn answer(
             operation,
             object: present("object"),
             old_object: present("oldObject"),
-            uid: uid.as_str().filter(|u| !u.is_empty()),
         },
         view,
         settings,

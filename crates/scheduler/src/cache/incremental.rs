@@ -24,11 +24,12 @@ use volcano_api::k8s_openapi;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 
+use super::shadow::{shadow_key, shadow_pod_group};
 use super::task::{self, group_key};
 use super::{
     BuildError, Builder, Built, CacheOptions, build, job_info, meta_str, node_info,
     node_resource_names, object_key, pod_group_resource_names, pod_resource_names, queue_info,
-    queue_resource_names,
+    queue_resource_names, shadow_job_info,
 };
 use crate::model::{ClusterObjects, JobId, NodeId, Snapshot, TaskId, TaskStatus, Topology};
 use crate::resource::Dims;
@@ -191,9 +192,16 @@ fn pod_changed(
     {
         return Err(Rebuild);
     }
+    let group_of = |p: &Pod| group_key(p, opts);
+    // A bare pod's shadow PodGroup comes before its task, which joins it.
+    if let Some(p) = new
+        && let Some(pg) = shadow_pod_group(p, opts)
+    {
+        put_shadow(state, opts, &pg, p)?;
+    }
     // A pod that no longer names a PodGroup still missing is no longer waiting for it.
-    if let Some(was) = old.and_then(group_key)
-        && new.and_then(group_key).as_ref() != Some(&was)
+    if let Some(was) = old.and_then(group_of)
+        && new.and_then(group_of).as_ref() != Some(&was)
         && let Some(waiting) = state.missing_groups.get_mut(&was)
     {
         waiting.remove(&k);
@@ -221,7 +229,7 @@ fn pod_changed(
     // was made before the PodGroup): the PodGroup's arrival must find it.
     if let Some((task, _)) = &made
         && task.job.is_none()
-        && let Some(g) = new.and_then(group_key)
+        && let Some(g) = new.and_then(group_of)
     {
         state
             .missing_groups
@@ -252,9 +260,43 @@ fn pod_changed(
         }
         (None, None) => {}
     }
+    // A bare pod deleted, or given a PodGroup object, leaves its shadow behind.
+    if let Some(was) = old.and_then(|p| shadow_key(p, opts))
+        && new.and_then(|p| shadow_key(p, opts)).as_ref() != Some(&was)
+        && let Some(&j) = state.jobs.get(&was)
+        && state.snap.job(j).shadow
+    {
+        remove_job(state, j);
+    }
     for n in touched {
         refresh_out_of_sync(&mut state.snap, n);
     }
+    Ok(())
+}
+
+/// Puts `pod`'s shadow PodGroup `pg` in, or brings it up to date (its phase follows the pod),
+/// unless a PodGroup object of its name is there: the object wins.
+fn put_shadow(
+    state: &mut Built,
+    opts: &CacheOptions,
+    pg: &PodGroup,
+    pod: &Pod,
+) -> Result<(), Rebuild> {
+    let k = object_key(&pg.metadata);
+    if let Some(&j) = state.jobs.get(&k)
+        && !state.snap.job(j).shadow
+    {
+        return Ok(());
+    }
+    let info = shadow_job_info(
+        &state.snap.dims,
+        pg,
+        pod,
+        opts,
+        &state.snap.queue_index,
+        &state.priorities,
+    )?;
+    put_job(state, k, info);
     Ok(())
 }
 
@@ -329,6 +371,12 @@ fn pod_group_changed(
     let existing = state.jobs.get(&k).copied();
     let Some(pg) = new else {
         if let Some(j) = existing {
+            let job = state.snap.job(j);
+            // A bare pod's PodGroup object deleted under it: the pod is back to its shadow,
+            // which a build makes.
+            if opts.shadow_pod_groups && !job.tasks.is_empty() && k.name.starts_with("podgroup-") {
+                return Err(Rebuild);
+            }
             remove_job(state, j);
         }
         return Ok(());
@@ -343,6 +391,14 @@ fn pod_group_changed(
         &state.snap.queue_index,
         &state.priorities,
     )?;
+    put_job(state, k, info);
+    Ok(())
+}
+
+/// Puts job `info` at `k` in, keeping the tasks of the job it replaces; `None` (its queue is
+/// gone) takes the job at `k` out.
+fn put_job(state: &mut Built, k: NamespacedName, info: Option<crate::model::JobInfo>) {
+    let existing = state.jobs.get(&k).copied();
     match (existing, info) {
         (Some(j), Some(mut info)) => {
             let job = state.snap.job_mut(j);
@@ -366,7 +422,6 @@ fn pod_group_changed(
         }
         (None, None) => {}
     }
-    Ok(())
 }
 
 /// Puts the job-less task of `pod`, if it still is one, into job `j`: taken out and put in

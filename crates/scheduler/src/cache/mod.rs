@@ -7,6 +7,7 @@
 
 mod decisions;
 mod incremental;
+mod shadow;
 mod task;
 
 pub use decisions::{
@@ -60,6 +61,10 @@ pub struct CacheOptions {
     pub scheduler_names: Vec<String>,
     /// Queue of PodGroups that name none.
     pub default_queue: String,
+    /// A bare pod of ours (no PodGroup named, no controller owner) is scheduled as a gang of
+    /// one under a PodGroup kept only in memory, as if the controller-manager had made it
+    /// (see `shadow`). Off, such a pod waits for a PodGroup object, as in Volcano.
+    pub shadow_pod_groups: bool,
 }
 
 impl Default for CacheOptions {
@@ -67,6 +72,7 @@ impl Default for CacheOptions {
         CacheOptions {
             scheduler_names: vec![keys::DEFAULT_SCHEDULER_NAME.to_string()],
             default_queue: keys::DEFAULT_QUEUE.to_string(),
+            shadow_pod_groups: false,
         }
     }
 }
@@ -367,6 +373,18 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
             jobs.push(Arc::new(j));
         }
     }
+    for pod in &objs.pods {
+        let Some(pg) = shadow::shadow_pod_group(pod, opts) else {
+            continue;
+        };
+        if job_index.contains_key(&object_key(&pg.metadata)) {
+            continue;
+        }
+        if let Some(j) = shadow_job_info(&dims, &pg, pod, opts, &queue_index, &priorities)? {
+            job_index.insert(j.key.clone(), JobId(jobs.len() as u32));
+            jobs.push(Arc::new(j));
+        }
+    }
 
     let topology = Arc::new(Topology::of(objs, &node_index));
     let mut snap = Snapshot {
@@ -399,7 +417,7 @@ pub(crate) fn build(objs: &Objects, opts: &CacheOptions) -> Result<Built, BuildE
     for pod in &objs.pods {
         if let Some((task, status)) = task::new_task(&snap, pod, opts, &job_index, &priorities)? {
             if task.job.is_none()
-                && let Some(g) = task::group_key(pod)
+                && let Some(g) = task::group_key(pod, opts)
             {
                 missing_groups
                     .entry(g)
@@ -496,8 +514,28 @@ fn job_info(
             .filter(|p| !p.is_empty())
             .map(Arc::new),
         sub_groups: None,
+        shadow: false,
         key,
     }))
+}
+
+/// [`job_info`] of `pod`'s shadow PodGroup `pg`: a fault in it is the pod's, the object there is.
+fn shadow_job_info(
+    dims: &Dims,
+    pg: &PodGroup,
+    pod: &Pod,
+    opts: &CacheOptions,
+    queue_index: &HashMap<String, QueueId>,
+    priorities: &Priorities,
+) -> Result<Option<JobInfo>, BuildError> {
+    let mut info = job_info(dims, pg, opts, queue_index, priorities).map_err(|e| BuildError {
+        object: ObjectRef::of(ObjectKind::Pod, &pod.metadata),
+        ..e
+    })?;
+    if let Some(info) = info.as_mut() {
+        info.shadow = true;
+    }
+    Ok(info)
 }
 
 fn annotation<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {

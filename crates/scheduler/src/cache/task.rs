@@ -125,7 +125,7 @@ pub(super) fn new_task(
     })?;
     let status = task_status(pod);
     let job = if ours {
-        group_key(pod).and_then(|g| job_index.get(&g).copied())
+        group_key(pod, opts).and_then(|g| job_index.get(&g).copied())
     } else {
         None
     };
@@ -197,8 +197,11 @@ pub(super) fn new_task(
     Ok(Some((task, status)))
 }
 
-/// The PodGroup a pod names, if it names one.
-pub(super) fn group_key(pod: &Pod) -> Option<NamespacedName> {
+/// The PodGroup a pod belongs to: its shadow PodGroup, else the one it names, if any.
+pub(super) fn group_key(pod: &Pod, opts: &CacheOptions) -> Option<NamespacedName> {
+    if let Some(shadow) = super::shadow::shadow_key(pod, opts) {
+        return Some(shadow);
+    }
     let group = annotation(&pod.metadata, keys::GROUP_NAME)
         .or_else(|| annotation(&pod.metadata, keys::VOLCANO_GROUP_NAME))?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");

@@ -344,6 +344,7 @@ impl Session {
 
         // Events: decided against the persisted newest condition, so a restart re-emits nothing.
         let object = || ObjectRef::new(ObjectKind::PodGroup, job.key.clone());
+        let events_before = d.events.len();
         let old_newest = newest_true_condition(&job.old_status.conditions);
         let new_unsched = status.conditions.iter().find(|c| {
             c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid
@@ -382,6 +383,12 @@ impl Session {
 
         if let Some(u) = self.unschedulable_entry(j, new_unsched, largest) {
             d.unschedulable.insert(job.key.clone(), u);
+        }
+        if job.shadow {
+            // No object to write to; without a persisted condition to compare with, its
+            // events would repeat every session. Its pod's condition and events tell it.
+            d.events.truncate(events_before);
+            return;
         }
         d.pod_groups.push(PodGroupUpdate {
             key: job.key.clone(),

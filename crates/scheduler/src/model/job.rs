@@ -100,6 +100,9 @@ pub struct JobInfo {
     pub sub_group_policy: Option<Arc<Vec<SubGroupPolicySpec>>>,
     /// The sub-groups `sub_group_policy` makes of the tasks, built when a session opens.
     pub sub_groups: Option<Arc<SubGroups>>,
+    /// A bare pod's PodGroup kept only in memory ([`crate::cache::CacheOptions`]'s
+    /// `shadow_pod_groups`): no object exists, so nothing is written to one.
+    pub shadow: bool,
 }
 
 impl JobInfo {

@@ -45,7 +45,7 @@ impl Snapshot {
                 let mut members: Vec<String> = j.tasks.iter().map(|&t| s.task(t).key.to_string()).collect();
                 members.sort();
                 format!(
-                    "job {} queue={} min={} {:?} counts={:?} be={} alloc={} phase={:?} tasks={members:?}",
+                    "job {} queue={} min={} {:?} counts={:?} be={} alloc={} phase={:?} shadow={} tasks={members:?}",
                     j.key,
                     s.queue(j.queue).name,
                     j.min_available,
@@ -53,7 +53,8 @@ impl Snapshot {
                     j.counts,
                     j.pending_best_effort,
                     d(&j.allocated),
-                    j.phase
+                    j.phase,
+                    j.shadow
                 )
             })
             .collect();

@@ -184,7 +184,6 @@ fn the_mutating_webhook_patches_the_implied_plugins_in() {
         operation: Operation::Create,
         object: Some(&object),
         old_object: None,
-        uid: None,
     };
     let Verdict::Allowed(patch) = review(request, &OneQueue, &AdmissionSettings::default()) else {
         panic!("refused");

@@ -51,7 +51,6 @@ fn ask(endpoint: Endpoint, op: Operation, object: Option<&Value>, old: Option<&V
         operation: op,
         object,
         old_object: old,
-        uid: None,
     };
     review(request, &cluster(), &AdmissionSettings::default())
 }
@@ -178,7 +177,6 @@ fn children_fit_in_their_parent() {
         operation: Operation::Create,
         object: Some(&child),
         old_object: None,
-        uid: None,
     };
     let Verdict::Denied(why) = review(request, &view, &AdmissionSettings::default()) else {
         panic!("admitted");
@@ -307,15 +305,13 @@ fn pods_of_volcano_set_one_sane_budget() {
     ));
 }
 
-/// The pod as admitted: `object` with the pod mutating webhook's patch applied, the request
-/// being `uid`.
-fn admitted_pod(object: Value, uid: Option<&str>) -> Value {
+/// The pod as admitted: `object` with the pod mutating webhook's patch applied.
+fn admitted_pod(object: Value) -> Value {
     let request = Request {
         endpoint: Endpoint::PodsMutate,
         operation: Operation::Create,
         object: Some(&object),
         old_object: None,
-        uid,
     };
     let Verdict::Allowed(patch) = review(request, &cluster(), &AdmissionSettings::default()) else {
         panic!("refused");
@@ -327,7 +323,7 @@ fn admitted_pod(object: Value, uid: Option<&str>) -> Value {
 }
 
 #[test]
-fn a_pod_of_ours_is_admitted_naming_the_pod_group_the_controller_will_make() {
+fn a_replica_of_ours_is_admitted_naming_the_pod_group_the_controller_will_make() {
     let group = |pod: &Value| {
         (
             pod.pointer("/metadata/annotations/scheduling.k8s.io~1group-name")
@@ -339,44 +335,38 @@ fn a_pod_of_ours_is_admitted_naming_the_pod_group_the_controller_will_make() {
         )
     };
     let named = |name: &str| (Some(name.to_string()), Some("true".to_string()));
-    let bare = json!({"metadata": {"name": "p"}, "spec": {"schedulerName": "volcano"}});
-    // A bare pod has no uid yet on a real API server: the request's stands in for it.
-    assert_eq!(
-        group(&admitted_pod(bare.clone(), Some("req-1"))),
-        named("podgroup-req-1")
-    );
-    let with_uid = json!({"metadata": {"name": "p", "uid": "pod-1", "annotations": {"a": "b"}},
+    // Replicas of one ReplicaSet share its PodGroup, named by the owner; annotations they
+    // carry are kept.
+    let replica = json!({"metadata": {"name": "p", "annotations": {"a": "b"}, "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": true}]},
         "spec": {"schedulerName": "volcano"}});
-    let admitted = admitted_pod(with_uid, Some("req-1"));
-    assert_eq!(group(&admitted), named("podgroup-pod-1"));
+    let admitted = admitted_pod(replica);
+    assert_eq!(group(&admitted), named("podgroup-rs-1"));
     assert_eq!(
         admitted.pointer("/metadata/annotations/a"),
         Some(&json!("b"))
     );
-    // Replicas of one ReplicaSet share its PodGroup, named by the owner.
-    let replica = json!({"metadata": {"name": "p", "ownerReferences": [
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": true}]},
-        "spec": {"schedulerName": "volcano"}});
-    assert_eq!(
-        group(&admitted_pod(replica, Some("req-1"))),
-        named("podgroup-rs-1")
-    );
-    // Left alone: a pod naming its PodGroup, a Volcano Job's pod, another scheduler's pod, and
-    // a pod with no uid to name it by.
+    // Left alone: a bare pod (the scheduler keeps its PodGroup), a pod naming its PodGroup, a
+    // Volcano Job's pod, another scheduler's pod.
     let untouched = [
+        json!({"metadata": {"name": "p"}, "spec": {"schedulerName": "volcano"}}),
+        json!({"metadata": {"name": "p", "uid": "pod-1"}, "spec": {"schedulerName": "volcano"}}),
         json!({"metadata": {"name": "p", "annotations": {"scheduling.k8s.io/group-name": "mine"}},
             "spec": {"schedulerName": "volcano"}}),
-        json!({"metadata": {"name": "p", "annotations": {"scheduling.volcano.sh/group-name": "mine"}},
+        json!({"metadata": {"name": "p", "annotations": {"scheduling.volcano.sh/group-name": "mine"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+            "uid": "rs-1", "controller": true}]},
             "spec": {"schedulerName": "volcano"}}),
         json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1",
             "kind": "Job", "name": "j", "uid": "j-1", "controller": true}]},
             "spec": {"schedulerName": "volcano"}}),
-        json!({"metadata": {"name": "p"}, "spec": {"schedulerName": "default-scheduler"}}),
+        json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "apps/v1",
+            "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": true}]},
+            "spec": {"schedulerName": "default-scheduler"}}),
     ];
     for pod in untouched {
-        assert_eq!(admitted_pod(pod.clone(), Some("req-1")), pod);
+        assert_eq!(admitted_pod(pod.clone()), pod);
     }
-    assert_eq!(admitted_pod(bare.clone(), None), bare);
 }
 
 #[test]
