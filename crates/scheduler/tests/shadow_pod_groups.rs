@@ -15,23 +15,13 @@ use volcano_scheduler::cache::{CacheOptions, apply_decisions, build_snapshot};
 use volcano_scheduler::framework::Decisions;
 use volcano_testkit::build::*;
 
-const CONF: &str = r#"actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: proportion
-"#;
-
 fn session(objs: &Objects, shadow_pod_groups: bool, i: u32) -> Decisions {
     let opts = CacheOptions {
         shadow_pod_groups,
         ..CacheOptions::default()
     };
     let snap = build_snapshot(objs, &opts).expect("valid objects");
-    volcano_scheduler::run_session(snap, &conf(CONF), session_options(i))
+    volcano_scheduler::run_session(snap, &conf(PREDICATES_ONLY), session_options(i))
 }
 
 /// One 4-cpu node; a bare pod that fits and one that never can.

@@ -15,16 +15,6 @@ use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_scheduler::cache::{CacheOptions, build_snapshot, slim_pod};
 
-const PREDICATES_ONLY: &str = r#"actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: proportion
-"#;
-
 const ZONE: &str = "topology.kubernetes.io/zone";
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 

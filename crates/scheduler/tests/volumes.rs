@@ -28,17 +28,6 @@ use volcano_testkit::build::*;
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 
-/// Placement decided by the predicates alone, ties going to the first node by name.
-const PREDICATES_ONLY: &str = r#"actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: proportion
-"#;
-
 fn meta(namespace: Option<&str>, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
