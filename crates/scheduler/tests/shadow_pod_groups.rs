@@ -21,7 +21,11 @@ fn session(objs: &Objects, shadow_pod_groups: bool, i: u32) -> Decisions {
         ..CacheOptions::default()
     };
     let snap = build_snapshot(objs, &opts).expect("valid objects");
-    volcano_scheduler::run_session(snap, &conf(PREDICATES_ONLY), session_options(i))
+    volcano_scheduler::run_session(
+        snap,
+        &conf(volcano_testkit::conf::predicates_only()),
+        session_options(i),
+    )
 }
 
 /// One 4-cpu node; a bare pod that fits and one that never can.

@@ -164,7 +164,7 @@ fn slimmed(mut objs: Objects) -> Objects {
 fn a_slimmed_pod_is_scheduled_as_the_whole_pod_would_be() {
     let full = cluster();
     let slim = slimmed(cluster());
-    let conf = conf(PREDICATES_ONLY);
+    let conf = conf(volcano_testkit::conf::predicates_only());
     let d_full = run_session_n(&full, &conf, 1);
     let d_slim = run_session_n(&slim, &conf, 1);
     let mut binds = d_slim.binds.clone();

@@ -162,7 +162,7 @@ fn zoned_nodes() -> volcano_testkit::build::Cluster {
 }
 
 fn predicates_only() -> SchedulerConf {
-    conf(PREDICATES_ONLY)
+    conf(volcano_testkit::conf::predicates_only())
 }
 
 #[test]

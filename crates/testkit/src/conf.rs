@@ -54,3 +54,17 @@ tiers:
   - name: binpack
 "#
 }
+
+/// Placement decided by the predicates alone (with gang and queue admission), ties going to the
+/// first node by name: for tests of what may go where.
+pub fn predicates_only() -> &'static str {
+    r#"actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: proportion
+"#
+}

@@ -10,18 +10,6 @@ use volcano_scheduler::cache::{CacheOptions, apply_decisions, build_snapshot};
 use volcano_scheduler::conf::SchedulerConf;
 use volcano_scheduler::framework::{Decisions, SessionOptions};
 
-/// Placement decided by the predicates alone (with gang and queue admission), ties going to the
-/// first node by name.
-pub const PREDICATES_ONLY: &str = r#"actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: proportion
-"#;
-
 /// Parses a `volcano-scheduler.conf` text; panics with the parse error (test input is ours).
 pub fn conf(text: &str) -> SchedulerConf {
     match SchedulerConf::parse(text) {
