@@ -189,11 +189,7 @@ fn owner_references(pod: &Pod) -> Vec<OwnerReference> {
 /// Whether `pod` is bare: it names no PodGroup and no controller owns it (a workload's
 /// replicas share their owner's PodGroup). Whose scheduler it names is not looked at.
 pub fn is_bare_pod(pod: &Pod) -> bool {
-    let names_group = pod.metadata.annotations.as_ref().is_some_and(|a| {
-        [keys::GROUP_NAME, keys::VOLCANO_GROUP_NAME]
-            .iter()
-            .any(|k| a.get(*k).is_some_and(|v| !v.is_empty()))
-    });
+    let names_group = names_pod_group(pod);
     let owned = pod
         .metadata
         .owner_references
@@ -201,4 +197,13 @@ pub fn is_bare_pod(pod: &Pod) -> bool {
         .flatten()
         .any(|o| o.controller == Some(true));
     !names_group && !owned
+}
+
+/// Whether `pod` names its PodGroup (under either annotation Volcano reads).
+pub fn names_pod_group(pod: &Pod) -> bool {
+    pod.metadata.annotations.as_ref().is_some_and(|a| {
+        [keys::GROUP_NAME, keys::VOLCANO_GROUP_NAME]
+            .iter()
+            .any(|k| a.get(*k).is_some_and(|v| !v.is_empty()))
+    })
 }

@@ -68,6 +68,12 @@ enum Op {
         cpu: i64,
         bind: Option<usize>,
     },
+    /// The PodGroup object of the pod's name (`podgroup-<uid>`, as Volcano's controller makes
+    /// one for a bare pod) created, in a queue that exists or not, or deleted if it is there.
+    BareGroupObject {
+        pod: usize,
+        missing_queue: bool,
+    },
     /// The pod's PodGroup annotation set (as the controller gives a bare pod its PodGroup).
     Regroup {
         pod: usize,
@@ -95,6 +101,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..64usize, 0..5usize).prop_map(|(pod, group)| Op::Regroup { pod, group }),
         2 => (1..4i64, prop::option::of(0..4usize))
             .prop_map(|(cpu, bind)| Op::CreateBare { cpu, bind }),
+        2 => (0..64usize, any::<bool>())
+            .prop_map(|(pod, missing_queue)| Op::BareGroupObject { pod, missing_queue }),
     ]
 }
 
@@ -226,6 +234,27 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
                 let new = pg.clone();
                 cache.pod_group_changed(Some(&old), Some(&new));
             }
+        }
+        Op::BareGroupObject { pod, missing_queue } => {
+            if objs.pods.is_empty() {
+                return;
+            }
+            let p = &objs.pods[pod % objs.pods.len()];
+            let id = p.metadata.uid.clone().or_else(|| p.metadata.name.clone());
+            let name = format!("podgroup-{}", id.unwrap_or_default());
+            if let Some(i) = objs
+                .pod_groups
+                .iter()
+                .position(|pg| pg.metadata.name.as_deref() == Some(&name))
+            {
+                let old = objs.pod_groups.remove(i);
+                cache.pod_group_changed(Some(&old), None);
+                return;
+            }
+            let queue = if missing_queue { "missing" } else { "q0" };
+            let (pg, _) = gang("ns", &name).queue(queue).min(1).build();
+            cache.pod_group_changed(None, Some(&pg));
+            objs.pod_groups.push(pg);
         }
         Op::Label { node, value } => {
             let n = &mut objs.nodes[node];

@@ -141,3 +141,41 @@ fn bare_pods_are_taken_oldest_first() {
     let d = session(&objs, true, 1);
     assert_eq!(d.binds, vec![(key("b-older"), "n0".to_string())]);
 }
+
+#[test]
+fn a_bare_pod_naming_a_queue_that_does_not_exist_is_told_so_once() {
+    let mut lost = pod("ns", "lost").cpu_milli(1000).build();
+    lost.metadata.annotations = Some(
+        [(
+            "scheduling.volcano.sh/queue-name".to_string(),
+            "nowhere".to_string(),
+        )]
+        .into(),
+    );
+    let mut objs = cluster().with(node("n0").cpu(4).mem_gi(8)).objects();
+    objs.pods.push(lost);
+    let d = session(&objs, true, 1);
+    assert!(d.binds.is_empty());
+    let told: Vec<_> = d
+        .pod_conditions
+        .iter()
+        .map(|c| (&c.key, &c.message))
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].0, &key("lost"));
+    assert!(told[0].1.contains("\"nowhere\""), "{}", told[0].1);
+    assert!(
+        d.events
+            .iter()
+            .any(|e| e.object.key == key("lost") && e.reason == "FailedScheduling")
+    );
+    // Once the pod carries the condition, nothing is told again.
+    apply_decisions(&mut objs, &d);
+    let next = session(&objs, true, 2);
+    assert!(
+        next.pod_conditions.is_empty() && next.events.is_empty(),
+        "{:?} {:?}",
+        next.pod_conditions,
+        next.events
+    );
+}

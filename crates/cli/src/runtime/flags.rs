@@ -303,9 +303,10 @@ pub struct ControllerManagerArgs {
     )]
     pub controllers: Vec<String>,
     /// Create a PodGroup object for each bare pod of ours (no PodGroup named, no controller
-    /// owner), as Volcano's controller-manager does. Off (the default), the scheduler keeps a
-    /// bare pod's PodGroup in memory: no create, admission review or status write per pod.
-    /// Turn it on with Volcano's scheduler, which waits for the object.
+    /// owner) and name it in the pod, as Volcano's controller-manager does. Off (the default),
+    /// the scheduler keeps a bare pod's PodGroup in memory: no create, admission review, pod
+    /// patch or status write per pod. Turn it on with Volcano's scheduler, which waits for the
+    /// object.
     #[arg(long = "pod-groups-for-bare-pods", default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub pod_groups_for_bare_pods: bool,
     /// Volcano's other controller-manager flags, accepted.

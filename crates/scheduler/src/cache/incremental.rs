@@ -371,10 +371,9 @@ fn pod_group_changed(
     let existing = state.jobs.get(&k).copied();
     let Some(pg) = new else {
         if let Some(j) = existing {
-            let job = state.snap.job(j);
             // A bare pod's PodGroup object deleted under it: the pod is back to its shadow,
             // which a build makes.
-            if opts.shadow_pod_groups && !job.tasks.is_empty() && k.name.starts_with("podgroup-") {
+            if holds_its_bare_pod(state, opts, j) {
                 return Err(Rebuild);
             }
             remove_job(state, j);
@@ -391,8 +390,29 @@ fn pod_group_changed(
         &state.snap.queue_index,
         &state.priorities,
     )?;
+    // An object a build leaves out (its queue does not exist) where a bare pod's shadow, or
+    // the object that replaced it, stands: a build puts the shadow back.
+    if info.is_none()
+        && let Some(j) = existing
+        && holds_its_bare_pod(state, opts, j)
+    {
+        return Err(Rebuild);
+    }
     put_job(state, k, info);
     Ok(())
+}
+
+/// Whether job `j` is the PodGroup, shadow or object, of a bare pod among its tasks (it bears
+/// the name [`pod_group_name`](volcano_api::pod_group_of_pod::pod_group_name) gives that pod).
+fn holds_its_bare_pod(state: &Built, opts: &CacheOptions, j: JobId) -> bool {
+    let snap = &state.snap;
+    let job = snap.job(j);
+    opts.shadow_pod_groups
+        && job.tasks.iter().any(|&t| {
+            let task = snap.task(t);
+            job.name == format!("podgroup-{}", task.uid)
+                || job.name == format!("podgroup-{}", task.name)
+        })
 }
 
 /// Puts job `info` at `k` in, keeping the tasks of the job it replaces; `None` (its queue is

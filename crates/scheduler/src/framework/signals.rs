@@ -5,13 +5,14 @@
 //! objects already carry, never against a process's memory, so a restarted scheduler or a
 //! new leader repeats nothing.
 
+use volcano_api::pod_group_of_pod::names_pod_group;
 use volcano_api::scheduling::PodGroupCondition;
-use volcano_api::{ObjectKind, ObjectRef};
+use volcano_api::{ObjectKind, ObjectRef, keys};
 
 use super::close::Decisions;
 use super::conditions::{Event, EventType, NOT_ENQUEUED, UNSCHEDULABLE};
 use super::session::Session;
-use crate::model::{JobId, TaskStatus};
+use crate::model::{JobId, TaskId, TaskStatus};
 
 pub use super::conditions::{
     FAILED_SCHEDULING, POD_SCHEDULED, POD_UNSCHEDULABLE, PodUnschedulable,
@@ -32,10 +33,11 @@ fn says_already(status: &str, reason: &str, message: &str, want: &str, want_msg:
 
 impl Session {
     /// The `PodScheduled=False` condition and `FailedScheduling` event of every pod left
-    /// waiting whose PodGroup has a why-pending entry, where the pod does not already carry
-    /// that condition (figures aside, see [`reason_part`]). A pod bound or placed in this
-    /// session gets nothing, and neither does a pod Kubernetes holds back with scheduling
-    /// gates (the API server gives it its own condition).
+    /// waiting whose PodGroup has a why-pending entry, or that is in no PodGroup because the
+    /// queue it names does not exist, where the pod does not already carry that condition
+    /// (figures aside, see [`reason_part`]). A pod bound or placed in this session gets
+    /// nothing, and neither does a pod Kubernetes holds back with scheduling gates (the API
+    /// server gives it its own condition).
     pub(crate) fn pod_signals(&self, d: &mut Decisions) {
         let s = &self.snap;
         for j in s.job_ids() {
@@ -44,38 +46,62 @@ impl Session {
                 continue;
             };
             for &t in &job.tasks {
-                let task = s.task(t);
-                let waiting = matches!(task.status, TaskStatus::Pending | TaskStatus::Pipelined)
-                    && task.bound_node_name.is_none()
-                    && !task.scheduling_gated;
-                if !waiting {
-                    continue;
-                }
-                let carried = task.pod_scheduled.as_deref().is_some_and(|c| {
-                    says_already(
-                        &c.status,
-                        c.reason.as_deref().unwrap_or_default(),
-                        c.message.as_deref().unwrap_or_default(),
-                        POD_UNSCHEDULABLE,
-                        &message,
-                    )
-                });
-                if carried {
-                    continue;
-                }
-                d.pod_conditions.push(PodUnschedulable {
-                    key: task.key.clone(),
-                    reason: POD_UNSCHEDULABLE.to_string(),
-                    message: message.clone(),
-                });
-                d.events.push(Event {
-                    object: ObjectRef::new(ObjectKind::Pod, task.key.clone()),
-                    type_: EventType::Warning,
-                    reason: FAILED_SCHEDULING.to_string(),
-                    message: message.clone(),
-                });
+                self.tell_pod(t, &message, d);
             }
         }
+        // A pod that names no PodGroup and a queue that does not exist: its PodGroup (a bare
+        // pod's shadow, or the object made from its annotations) is left out of the snapshot,
+        // as Volcano leaves out a PodGroup of a missing queue, and without this the pod would
+        // wait without a word.
+        for (i, task) in s.tasks.iter().enumerate() {
+            if task.job.is_some() || names_pod_group(&task.pod) {
+                continue;
+            }
+            let queue =
+                (task.pod.metadata.annotations.as_ref()).and_then(|a| a.get(keys::POD_QUEUE_NAME));
+            if let Some(q) = queue.filter(|q| !s.queue_index.contains_key(q.as_str())) {
+                let message = format!(
+                    "queue {q:?}, named by the pod's {} annotation, does not exist",
+                    keys::POD_QUEUE_NAME
+                );
+                self.tell_pod(TaskId(i as u32), &message, d);
+            }
+        }
+    }
+
+    /// The `PodScheduled=False` condition and `FailedScheduling` event saying `message`, for
+    /// task `t` if it waits and does not carry that condition already.
+    fn tell_pod(&self, t: TaskId, message: &str, d: &mut Decisions) {
+        let task = self.snap.task(t);
+        let waiting = matches!(task.status, TaskStatus::Pending | TaskStatus::Pipelined)
+            && task.bound_node_name.is_none()
+            && !task.scheduling_gated;
+        if !waiting {
+            return;
+        }
+        let carried = task.pod_scheduled.as_deref().is_some_and(|c| {
+            says_already(
+                &c.status,
+                c.reason.as_deref().unwrap_or_default(),
+                c.message.as_deref().unwrap_or_default(),
+                POD_UNSCHEDULABLE,
+                message,
+            )
+        });
+        if carried {
+            return;
+        }
+        d.pod_conditions.push(PodUnschedulable {
+            key: task.key.clone(),
+            reason: POD_UNSCHEDULABLE.to_string(),
+            message: message.to_string(),
+        });
+        d.events.push(Event {
+            object: ObjectRef::new(ObjectKind::Pod, task.key.clone()),
+            type_: EventType::Warning,
+            reason: FAILED_SCHEDULING.to_string(),
+            message: message.to_string(),
+        });
     }
 
     /// Brings the `Unschedulable` condition of reason `NotEnqueued` in `conditions` up to
