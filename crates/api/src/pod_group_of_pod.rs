@@ -64,12 +64,13 @@ pub fn min_member(owner_annotations: &BTreeMap<String, String>, pod: &Pod) -> i3
 
 /// The PodGroup `name` for `pod`, given its owners' annotations.
 pub fn pod_group_for(pod: &Pod, name: &str, owners: &BTreeMap<String, String>) -> PodGroup {
-    let spec = pod.spec.clone().unwrap_or_default();
+    let default_spec = Default::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
     let min_member = min_member(owners, pod);
     // Volcano's minResources is one pod's usage times the gang size: what the gang needs to
     // start, checked when it is enqueued.
     let times = i64::from(min_member.max(0));
-    let min_resources = pod_requests(&spec)
+    let min_resources = pod_requests(spec)
         .unwrap_or_default()
         .into_iter()
         .map(|(k, v)| {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use volcano_api::pod_group_of_pod::pod_group_name;
 use volcano_api::scheduling::PodGroupStatus;
 use volcano_scheduler::cache::{CacheOptions, SchedulerCache, build_snapshot};
 use volcano_scheduler::model::Snapshot;
@@ -123,6 +124,20 @@ fn start() -> Objects {
         .objects()
 }
 
+/// Deletes PodGroup `name` and tells the cache, if it is there; whether it was.
+fn delete_group(objs: &mut Objects, cache: &mut SchedulerCache, name: &str) -> bool {
+    let Some(i) = objs
+        .pod_groups
+        .iter()
+        .position(|pg| pg.metadata.name.as_deref() == Some(name))
+    else {
+        return false;
+    };
+    let old = objs.pod_groups.remove(i);
+    cache.pod_group_changed(Some(&old), None);
+    true
+}
+
 /// Applies `op` to the objects and tells the cache, as a watch would.
 fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut usize) {
     match *op {
@@ -193,15 +208,7 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
             objs.pods.push(p);
         }
         Op::DeleteGroup { group } => {
-            let name = format!("g{group}");
-            if let Some(i) = objs
-                .pod_groups
-                .iter()
-                .position(|pg| pg.metadata.name.as_deref() == Some(&name))
-            {
-                let old = objs.pod_groups.remove(i);
-                cache.pod_group_changed(Some(&old), None);
-            }
+            delete_group(objs, cache, &format!("g{group}"));
         }
         Op::CreateGroup { group } => {
             let name = format!("g{group}");
@@ -239,16 +246,8 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
             if objs.pods.is_empty() {
                 return;
             }
-            let p = &objs.pods[pod % objs.pods.len()];
-            let id = p.metadata.uid.clone().or_else(|| p.metadata.name.clone());
-            let name = format!("podgroup-{}", id.unwrap_or_default());
-            if let Some(i) = objs
-                .pod_groups
-                .iter()
-                .position(|pg| pg.metadata.name.as_deref() == Some(&name))
-            {
-                let old = objs.pod_groups.remove(i);
-                cache.pod_group_changed(Some(&old), None);
+            let name = pod_group_name(&objs.pods[pod % objs.pods.len()]);
+            if delete_group(objs, cache, &name) {
                 return;
             }
             let queue = if missing_queue { "missing" } else { "q0" };

@@ -9,8 +9,9 @@
 mod support;
 
 use support::*;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use volcano_api::{NamespacedName, ObjectKind, Objects};
+use volcano_api::{NamespacedName, ObjectKind, Objects, keys};
 use volcano_scheduler::cache::{CacheOptions, apply_decisions, build_snapshot};
 use volcano_scheduler::framework::Decisions;
 use volcano_testkit::build::*;
@@ -35,6 +36,13 @@ fn cluster_with_bare_pods() -> Objects {
         .with(pod("ns", "fits").cpu_milli(1000))
         .with(pod("ns", "too-big").cpu_milli(8000))
         .objects()
+}
+
+/// A bare pod asking for `cpu_milli` that names `queue` by its annotation.
+fn in_queue(name: &str, cpu_milli: i64, queue: &str) -> Pod {
+    let mut p = pod("ns", name).cpu_milli(cpu_milli).build();
+    p.metadata.annotations = Some([(keys::POD_QUEUE_NAME.to_string(), queue.to_string())].into());
+    p
 }
 
 fn key(name: &str) -> NamespacedName {
@@ -100,14 +108,7 @@ fn a_replica_waits_for_the_pod_group_its_owner_shares_and_a_named_one_for_its_ow
 
 #[test]
 fn a_bare_pod_counts_against_the_queue_it_names() {
-    let mut small = pod("ns", "in-small").cpu_milli(2000).build();
-    small.metadata.annotations = Some(
-        [(
-            "scheduling.volcano.sh/queue-name".to_string(),
-            "small".to_string(),
-        )]
-        .into(),
-    );
+    let small = in_queue("in-small", 2000, "small");
     let mut objs = cluster()
         .with(node("n0").cpu(8).mem_gi(8))
         .with(queue("small").capability_cpu(1000))
@@ -135,7 +136,7 @@ fn bare_pods_are_taken_oldest_first() {
         p
     };
     let mut objs = cluster().with(node("n0").cpu(4).mem_gi(8)).objects();
-    // Listed, named and (as the uid falls back to the name) keyed newest first.
+    // Listed, named and keyed (the builder's uid is `<namespace>-<name>`) newest first.
     objs.pods.push(at("a-newer", 20));
     objs.pods.push(at("b-older", 10));
     let d = session(&objs, true, 1);
@@ -144,14 +145,7 @@ fn bare_pods_are_taken_oldest_first() {
 
 #[test]
 fn a_bare_pod_naming_a_queue_that_does_not_exist_is_told_so_once() {
-    let mut lost = pod("ns", "lost").cpu_milli(1000).build();
-    lost.metadata.annotations = Some(
-        [(
-            "scheduling.volcano.sh/queue-name".to_string(),
-            "nowhere".to_string(),
-        )]
-        .into(),
-    );
+    let lost = in_queue("lost", 1000, "nowhere");
     let mut objs = cluster().with(node("n0").cpu(4).mem_gi(8)).objects();
     objs.pods.push(lost);
     let d = session(&objs, true, 1);

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::keys;
-pub use volcano_api::pod_group_of_pod::{
-    min_member, network_topology, pod_group_for, pod_group_name,
-};
+pub use volcano_api::pod_group_of_pod::{min_member, pod_group_for, pod_group_name};
 
 use crate::view::{ClusterView, pod_annotation};
 

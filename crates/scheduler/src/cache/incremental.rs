@@ -21,10 +21,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi;
+use volcano_api::pod_group_of_pod::pod_group_name;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 
-use super::shadow::{shadow_key, shadow_pod_group};
+use super::shadow::{is_shadowed, shadow_pod_group};
 use super::task::{self, group_key};
 use super::{
     BuildError, Builder, Built, CacheOptions, build, job_info, meta_str, node_info,
@@ -192,7 +193,10 @@ fn pod_changed(
     {
         return Err(Rebuild);
     }
-    let group_of = |p: &Pod| group_key(p, opts);
+    let (old_group, new_group) = (
+        old.and_then(|p| group_key(p, opts)),
+        new.and_then(|p| group_key(p, opts)),
+    );
     // A bare pod's shadow PodGroup comes before its task, which joins it.
     if let Some(p) = new
         && let Some(pg) = shadow_pod_group(p, opts)
@@ -200,13 +204,13 @@ fn pod_changed(
         put_shadow(state, opts, &pg, p)?;
     }
     // A pod that no longer names a PodGroup still missing is no longer waiting for it.
-    if let Some(was) = old.and_then(group_of)
-        && new.and_then(group_of).as_ref() != Some(&was)
-        && let Some(waiting) = state.missing_groups.get_mut(&was)
+    if let Some(was) = &old_group
+        && new_group.as_ref() != Some(was)
+        && let Some(waiting) = state.missing_groups.get_mut(was)
     {
         waiting.remove(&k);
         if waiting.is_empty() {
-            state.missing_groups.remove(&was);
+            state.missing_groups.remove(was);
         }
     }
     let made = match new {
@@ -229,7 +233,7 @@ fn pod_changed(
     // was made before the PodGroup): the PodGroup's arrival must find it.
     if let Some((task, _)) = &made
         && task.job.is_none()
-        && let Some(g) = new.and_then(group_of)
+        && let Some(g) = new_group.clone()
     {
         state
             .missing_groups
@@ -260,9 +264,10 @@ fn pod_changed(
         }
         (None, None) => {}
     }
-    // A bare pod deleted, or given a PodGroup object, leaves its shadow behind.
-    if let Some(was) = old.and_then(|p| shadow_key(p, opts))
-        && new.and_then(|p| shadow_key(p, opts)).as_ref() != Some(&was)
+    // A bare pod deleted, or given a PodGroup of its own, leaves its shadow behind (its group
+    // key was the shadow's).
+    if let Some(was) = old_group.filter(|_| old.is_some_and(|p| is_shadowed(p, opts)))
+        && new_group.as_ref() != Some(&was)
         && let Some(&j) = state.jobs.get(&was)
         && state.snap.job(j).shadow
     {
@@ -402,17 +407,17 @@ fn pod_group_changed(
     Ok(())
 }
 
-/// Whether job `j` is the PodGroup, shadow or object, of a bare pod among its tasks (it bears
-/// the name [`pod_group_name`](volcano_api::pod_group_of_pod::pod_group_name) gives that pod).
+/// Whether job `j` is the PodGroup, shadow or object, of a bare pod among its tasks: it bears
+/// the name [`pod_group_name`] gives that pod. (A task's view of its pod keeps no owners, so
+/// the name is the pod's own, as a bare pod's is.)
 fn holds_its_bare_pod(state: &Built, opts: &CacheOptions, j: JobId) -> bool {
     let snap = &state.snap;
     let job = snap.job(j);
     opts.shadow_pod_groups
-        && job.tasks.iter().any(|&t| {
-            let task = snap.task(t);
-            job.name == format!("podgroup-{}", task.uid)
-                || job.name == format!("podgroup-{}", task.name)
-        })
+        && job
+            .tasks
+            .iter()
+            .any(|&t| pod_group_name(&snap.task(t).pod) == job.name)
 }
 
 /// Puts job `info` at `k` in, keeping the tasks of the job it replaces; `None` (its queue is

@@ -19,7 +19,7 @@ use super::CacheOptions;
 /// The shadow PodGroup of `pod`, if the cache keeps one for it: the pod is ours, names no
 /// PodGroup and has no controller owner (a workload's replicas share a PodGroup object).
 pub(super) fn shadow_pod_group(pod: &Pod, opts: &CacheOptions) -> Option<PodGroup> {
-    if !opts.shadow_pod_groups || !is_bare(pod, opts) {
+    if !is_shadowed(pod, opts) {
         return None;
     }
     let mut pg = pod_group_for(pod, &pod_group_name(pod), &Default::default());
@@ -47,12 +47,17 @@ pub(super) fn shadow_pod_group(pod: &Pod, opts: &CacheOptions) -> Option<PodGrou
 
 /// The key of `pod`'s shadow PodGroup, if the cache keeps one for it.
 pub(super) fn shadow_key(pod: &Pod, opts: &CacheOptions) -> Option<NamespacedName> {
-    (opts.shadow_pod_groups && is_bare(pod, opts)).then(|| {
+    is_shadowed(pod, opts).then(|| {
         NamespacedName::new(
             pod.metadata.namespace.as_deref().unwrap_or("default"),
             pod_group_name(pod).as_str(),
         )
     })
+}
+
+/// Whether the cache keeps a shadow PodGroup for `pod`.
+pub(super) fn is_shadowed(pod: &Pod, opts: &CacheOptions) -> bool {
+    opts.shadow_pod_groups && is_bare(pod, opts)
 }
 
 /// Ours and bare ([`is_bare_pod`]).

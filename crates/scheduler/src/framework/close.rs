@@ -342,13 +342,39 @@ impl Session {
         status.failed = job.count(TaskStatus::Failed) as i32;
         let changed = !same_status(&status, &job.old_status);
 
-        // Events: decided against the persisted newest condition, so a restart re-emits nothing.
-        let object = || ObjectRef::new(ObjectKind::PodGroup, job.key.clone());
-        let events_before = d.events.len();
         let old_newest = newest_true_condition(&job.old_status.conditions);
         let new_unsched = status.conditions.iter().find(|c| {
             c.type_ == UNSCHEDULABLE && c.status == "True" && c.transition_id == self.uid
         });
+        // A shadow PodGroup has no object to tell, nor a persisted condition to decide a
+        // repeat from: its pod's condition and events tell it.
+        if !job.shadow {
+            self.pod_group_events(j, new_unsched, old_newest, d);
+        }
+        if let Some(u) = self.unschedulable_entry(j, new_unsched, largest) {
+            d.unschedulable.insert(job.key.clone(), u);
+        }
+        if !job.shadow {
+            d.pod_groups.push(PodGroupUpdate {
+                key: job.key.clone(),
+                status,
+                changed,
+            });
+        }
+    }
+
+    /// The events of PodGroup `j`: decided against the persisted newest condition
+    /// (`old_newest`), so a restart re-emits nothing. `new_unsched` is the `Unschedulable`
+    /// condition this session set, if any.
+    fn pod_group_events(
+        &self,
+        j: JobId,
+        new_unsched: Option<&PodGroupCondition>,
+        old_newest: Option<&PodGroupCondition>,
+        d: &mut Decisions,
+    ) {
+        let job = self.snap.job(j);
+        let object = || ObjectRef::new(ObjectKind::PodGroup, job.key.clone());
         d.events
             .extend(self.not_enqueued_event(j, new_unsched, old_newest));
         if let Some(c) = new_unsched {
@@ -380,21 +406,6 @@ impl Session {
                 message: "pod group is ready".to_string(),
             });
         }
-
-        if let Some(u) = self.unschedulable_entry(j, new_unsched, largest) {
-            d.unschedulable.insert(job.key.clone(), u);
-        }
-        if job.shadow {
-            // No object to write to; without a persisted condition to compare with, its
-            // events would repeat every session. Its pod's condition and events tell it.
-            d.events.truncate(events_before);
-            return;
-        }
-        d.pod_groups.push(PodGroupUpdate {
-            key: job.key.clone(),
-            status,
-            changed,
-        });
     }
 
     fn unschedulable_entry(
