@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -85,8 +86,8 @@ impl fmt::Display for ObjectKey {
 pub struct Objects {
     /// Nodes.
     pub nodes: Vec<Node>,
-    /// Pods; namespace always set.
-    pub pods: Vec<Pod>,
+    /// Pods; namespace always set. Shared: a scheduler's cache holds the same pods.
+    pub pods: Vec<Arc<Pod>>,
     /// PodGroups; namespace always set.
     pub pod_groups: Vec<PodGroup>,
     /// Queues (cluster-scoped).

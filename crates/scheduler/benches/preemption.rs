@@ -14,6 +14,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -56,7 +57,7 @@ fn objects(running_queue: &str, waiting_queue: &str) -> Objects {
             if let Some(st) = p.status.as_mut() {
                 st.phase = Some("Running".into());
             }
-            objs.pods.push(p);
+            objs.pods.push(p.into());
         }
     }
     for g in 0..GANGS {
@@ -71,7 +72,7 @@ fn objects(running_queue: &str, waiting_queue: &str) -> Objects {
             ..Default::default()
         });
         objs.pod_groups.push(pg);
-        objs.pods.extend(pods);
+        objs.pods.extend(pods.into_iter().map(Arc::new));
     }
     for pg in &mut objs.pod_groups {
         if pg.status.is_none() {

@@ -86,7 +86,7 @@ impl SchedulingCycle {
     pub fn follow(&mut self, event: &WatchEvent) {
         let cache = &mut self.cache;
         match event {
-            WatchEvent::Pod(old, new) => cache.pod_changed(old.as_deref(), new.as_deref()),
+            WatchEvent::Pod(old, new) => cache.pod_changed(old.as_deref(), new.as_ref()),
             WatchEvent::PodGroup(old, new) => {
                 cache.pod_group_changed(old.as_deref(), new.as_deref());
             }

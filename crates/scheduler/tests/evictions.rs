@@ -15,6 +15,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -163,7 +164,7 @@ impl PreemptCase {
                 if let Some(st) = p.status.as_mut() {
                     st.phase = Some("Running".into());
                 }
-                objs.pods.push(p);
+                objs.pods.push(p.into());
             }
             set_phase(&mut objs, &name, "Running");
         }
@@ -189,12 +190,12 @@ impl AddBuilt for Objects {
     fn add(&mut self, g: GangBuilder) {
         let (pg, pods) = g.build();
         self.pod_groups.push(pg);
-        self.pods.extend(pods);
+        self.pods.extend(pods.into_iter().map(Arc::new));
     }
 }
 
 fn check_preempt(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError> {
-    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), &**p)).collect();
     let preemptors: Vec<&NamespacedName> = pods
         .keys()
         .filter(|k| k.namespace == "t" && k.name.starts_with("preemptor-"))

@@ -3,6 +3,7 @@
 //! jobs and their counts and allocation, node accounting, queues).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use volcano_api::Objects;
@@ -156,7 +157,7 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
                 cache.pod_changed(Some(&old), None);
                 return;
             }
-            let p = &mut objs.pods[i];
+            let p = Arc::make_mut(&mut objs.pods[i]);
             match op {
                 Op::Bind { node, .. } => {
                     if let Some(s) = p.spec.as_mut() {
@@ -186,8 +187,7 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
                     }
                 }
             }
-            let new = p.clone();
-            cache.pod_changed(Some(&old), Some(&new));
+            cache.pod_changed(Some(&old), Some(&objs.pods[i]));
         }
         Op::Create { .. } | Op::CreateBare { .. } => {
             let (group, cpu, bind) = match *op {
@@ -203,7 +203,7 @@ fn apply(objs: &mut Objects, cache: &mut SchedulerCache, op: &Op, serial: &mut u
             if let Some(n) = bind {
                 b = b.on(&format!("n{n}"));
             }
-            let p = b.build();
+            let p = Arc::new(b.build());
             cache.pod_changed(None, Some(&p));
             objs.pods.push(p);
         }
@@ -328,9 +328,9 @@ fn a_pod_that_names_its_pod_group_before_the_pod_group_arrives_joins_it() {
     let mut serial = 0;
     // A bare pod, then its PodGroup annotation (the watch of pods ahead of the PodGroups'),
     // then the PodGroup.
-    let bare = pod("ns", "bare").cpu_milli(500).build();
+    let bare = Arc::new(pod("ns", "bare").cpu_milli(500).build());
     cache.pod_changed(None, Some(&bare));
-    objs.pods.push(bare);
+    objs.pods.push(bare.clone());
     let at = objs.pods.len() - 1;
     apply(
         &mut objs,

@@ -10,6 +10,7 @@ mod builders;
 mod support;
 
 use builders::*;
+use std::sync::Arc;
 use support::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::{Affinity, Namespace, Pod};
@@ -206,7 +207,7 @@ fn preemption_case(fill: &[(&str, &str, i64)], affinity: Affinity) -> Objects {
     let mut objs = c.objects();
     for (name, app, _) in fill {
         let prefix = format!("{name}-");
-        for p in objs.pods.iter_mut().filter(|p| {
+        for p in objs.pods.iter_mut().map(Arc::make_mut).filter(|p| {
             p.metadata
                 .name
                 .as_deref()

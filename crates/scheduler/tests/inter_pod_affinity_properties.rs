@@ -90,7 +90,7 @@ fn build_case(nodes: usize, pods: &[RandomPod]) -> Objects {
         if let Some(spec) = pod_obj.spec.as_mut() {
             spec.affinity = rule_of(p);
         }
-        objs.pods.push(pod_obj);
+        objs.pods.push(pod_obj.into());
     }
     for (g, n) in gangs {
         let (pg, _) = gang("ns", &format!("g{g}")).min((n as i32).min(2)).build();
@@ -105,7 +105,7 @@ fn placements(objs: &Objects) -> Vec<(&Pod, String)> {
         .iter()
         .filter_map(|p| {
             let n = p.spec.as_ref()?.node_name.clone()?;
-            Some((p, n))
+            Some((&**p, n))
         })
         .collect()
 }

@@ -12,6 +12,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::time::Instant;
 
 use support::*;
@@ -53,7 +54,7 @@ fn objects(rule: Rule) -> Objects {
                 .pods(GANG_SIZE, 1000, 2 * GI)
         }))
         .objects();
-    for p in &mut objs.pods {
+    for p in objs.pods.iter_mut().map(Arc::make_mut) {
         let name = p.metadata.name.clone().unwrap_or_default();
         let app = name
             .rsplit_once('-')

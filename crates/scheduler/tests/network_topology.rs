@@ -10,6 +10,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -191,7 +192,7 @@ impl GenCluster {
                 ..NetworkTopologySpec::default()
             });
             objs.pod_groups.push(pg);
-            objs.pods.extend(pods);
+            objs.pods.extend(pods.into_iter().map(Arc::new));
         }
         objs
     }
@@ -456,7 +457,7 @@ fn best_effort_pods_of_a_hard_gang_stay_in_one_leaf() {
         .build();
     pg.spec.network_topology = hard_tier_1();
     objs.pod_groups.push(pg);
-    objs.pods.extend(pods);
+    objs.pods.extend(pods.into_iter().map(Arc::new));
     let d = run_session_n(&objs, &conf_default(), 1);
     let nodes: BTreeSet<&str> = d.binds.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(nodes.len(), 1, "{:?}", d.binds);
@@ -472,7 +473,8 @@ fn an_out_of_sync_node_does_not_make_its_leaf_look_full() {
             .cpu_milli(12_000)
             .on("n0")
             .running()
-            .build(),
+            .build()
+            .into(),
     );
     let (mut pg, pods) = gang("team", "g")
         .queue("q")
@@ -481,7 +483,7 @@ fn an_out_of_sync_node_does_not_make_its_leaf_look_full() {
         .build();
     pg.spec.network_topology = hard_tier_1();
     objs.pod_groups.push(pg);
-    objs.pods.extend(pods);
+    objs.pods.extend(pods.into_iter().map(Arc::new));
     let d = run_session_n(&objs, &conf_default(), 1);
     let nodes: Vec<&str> = d.binds.iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(nodes, ["n1"], "{:?}", d.unschedulable);

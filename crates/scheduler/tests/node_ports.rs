@@ -59,7 +59,7 @@ fn add_gang(
                 st.phase = Some("Running".into());
             }
         }
-        objs.pods.push(p);
+        objs.pods.push(p.into());
     }
 }
 

@@ -258,7 +258,7 @@ fn objects(c: &Cluster) -> Objects {
         if r.host_port {
             with_port(&mut p, 8080, "TCP");
         }
-        objs.pods.push(p);
+        objs.pods.push(p.into());
     }
     for (g, gang) in c.gangs.iter().enumerate() {
         let name = format!("pg{g}");
@@ -314,7 +314,7 @@ fn objects(c: &Cluster) -> Objects {
                 (Rule::HostPort(port, proto), Some(_)) => with_port(&mut p, *port, proto),
                 _ => {}
             }
-            objs.pods.push(p);
+            objs.pods.push(p.into());
         }
     }
     objs
@@ -332,7 +332,7 @@ fn bound(objs: &Objects) -> Vec<(Pod, String)> {
         })
         .filter_map(|p| {
             let node = p.spec.as_ref()?.node_name.clone()?;
-            Some((p.clone(), node))
+            Some(((**p).clone(), node))
         })
         .collect()
 }

@@ -8,6 +8,7 @@
 #[allow(dead_code)]
 mod support;
 
+use std::sync::Arc;
 use support::*;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -101,7 +102,7 @@ fn a_replica_waits_for_the_pod_group_its_owner_shares_and_a_named_one_for_its_ow
         .with(node("n0").cpu(4).mem_gi(8))
         .with(pod("ns", "named").cpu_milli(1000).group("later"))
         .objects();
-    objs.pods.push(replica);
+    objs.pods.push(replica.into());
     let d = session(&objs, true, 1);
     assert!(d.binds.is_empty(), "{:?}", d.binds);
 }
@@ -113,7 +114,7 @@ fn a_bare_pod_counts_against_the_queue_it_names() {
         .with(node("n0").cpu(8).mem_gi(8))
         .with(queue("small").capability_cpu(1000))
         .objects();
-    objs.pods.push(small);
+    objs.pods.push(small.into());
     let d = session(&objs, true, 1);
     assert!(
         d.binds.is_empty(),
@@ -121,7 +122,7 @@ fn a_bare_pod_counts_against_the_queue_it_names() {
         d.binds
     );
     // The same pod in the default queue is bound.
-    objs.pods[0].metadata.annotations = None;
+    Arc::make_mut(&mut objs.pods[0]).metadata.annotations = None;
     let d = session(&objs, true, 1);
     assert_eq!(d.binds, vec![(key("in-small"), "n0".to_string())]);
 }
@@ -137,8 +138,8 @@ fn bare_pods_are_taken_oldest_first() {
     };
     let mut objs = cluster().with(node("n0").cpu(4).mem_gi(8)).objects();
     // Listed, named and keyed (the builder's uid is `<namespace>-<name>`) newest first.
-    objs.pods.push(at("a-newer", 20));
-    objs.pods.push(at("b-older", 10));
+    objs.pods.push(at("a-newer", 20).into());
+    objs.pods.push(at("b-older", 10).into());
     let d = session(&objs, true, 1);
     assert_eq!(d.binds, vec![(key("b-older"), "n0".to_string())]);
 }
@@ -147,7 +148,7 @@ fn bare_pods_are_taken_oldest_first() {
 fn a_bare_pod_naming_a_queue_that_does_not_exist_is_told_so_once() {
     let lost = in_queue("lost", 1000, "nowhere");
     let mut objs = cluster().with(node("n0").cpu(4).mem_gi(8)).objects();
-    objs.pods.push(lost);
+    objs.pods.push(lost.into());
     let d = session(&objs, true, 1);
     assert!(d.binds.is_empty());
     let told: Vec<_> = d

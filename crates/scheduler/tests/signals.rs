@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::sync::Arc;
 use support::*;
 use volcano_api::k8s_openapi::api::core::v1::PodCondition;
 use volcano_api::scheduling::ResourceList;
@@ -107,7 +108,7 @@ fn a_new_reason_is_written_again_but_figures_alone_are_not() {
     let d = run_session_n(&objs, &default_conf(), 1);
     apply(&mut objs, &d);
     // A node label the pods now require: the reason itself changes, so it is told again.
-    for p in objs.pods.iter_mut().filter(|p| {
+    for p in objs.pods.iter_mut().map(Arc::make_mut).filter(|p| {
         p.metadata
             .name
             .as_deref()

@@ -10,10 +10,12 @@
 mod support;
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use support::*;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_scheduler::cache::{CacheOptions, build_snapshot, slim_pod};
+use volcano_scheduler::model::TaskInfo;
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -149,14 +151,18 @@ fn cluster() -> Objects {
         nodes,
         persistent_volumes,
         persistent_volume_claims,
-        pods,
+        pods: pods.into_iter().map(Arc::new).collect(),
         pod_groups,
         ..Default::default()
     }
 }
 
 fn slimmed(mut objs: Objects) -> Objects {
-    objs.pods = objs.pods.into_iter().map(slim_pod).collect();
+    objs.pods = objs
+        .pods
+        .into_iter()
+        .map(|p| Arc::new(slim_pod(Arc::unwrap_or_clone(p))))
+        .collect();
     objs
 }
 
@@ -238,26 +244,38 @@ fn everything() -> Pod {
 #[test]
 fn slimming_keeps_every_field_the_scheduler_reads() {
     let mut full = cluster();
-    full.pods.push(everything());
+    full.pods.push(everything().into());
     let slim = slimmed(full.clone());
     // The one thing dropped that plugins would see: `kubectl apply`'s copy of the object,
     // which no plugin reads.
-    for p in &mut full.pods {
+    for p in full.pods.iter_mut().map(Arc::make_mut) {
         if let Some(a) = p.metadata.annotations.as_mut() {
             a.remove(LAST_APPLIED);
         }
     }
-    // The cache reads the pod into a task, and keeps for the plugins the part they read: the
-    // tasks, pods as plugins see them included, are the same.
+    // The cache reads the pod into a task and shares the pod itself with the plugins: the
+    // tasks are the same but for the pod they share, and plugins reading the slimmed pods
+    // decide as they do on the whole ones.
     let opts = CacheOptions::default();
     let (a, b) = (
         build_snapshot(&full, &opts).unwrap(),
         build_snapshot(&slim, &opts).unwrap(),
     );
     assert_eq!(a.tasks.len(), 6);
+    let without_pod = |t: &TaskInfo| {
+        let mut t = t.clone();
+        t.pod = Arc::default();
+        format!("{t:?}")
+    };
     for (a, b) in a.tasks.iter().zip(&b.tasks) {
-        assert_eq!(format!("{a:?}"), format!("{b:?}"), "task {}", a.name);
+        assert_eq!(without_pod(a), without_pod(b), "task {}", a.name);
     }
+    let conf = conf(volcano_testkit::conf::predicates_only());
+    assert_eq!(
+        format!("{:?}", run_session_n(&full, &conf, 1)),
+        format!("{:?}", run_session_n(&slim, &conf, 1)),
+        "same decisions beside the pod reading everything"
+    );
 
     // What a runtime writing decisions reads of the pod it holds.
     let (whole, kept) = (everything(), slim_pod(everything()));

@@ -56,7 +56,7 @@ fn add_spread_gang(
         if let Some(spec) = p.spec.as_mut() {
             spec.topology_spread_constraints = Some(vec![c.clone()]);
         }
-        objs.pods.push(p);
+        objs.pods.push(p.into());
     }
 }
 

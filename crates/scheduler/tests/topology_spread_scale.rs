@@ -71,7 +71,7 @@ fn objects(spread: Spread) -> Objects {
                     ..Default::default()
                 }]);
             }
-            objs.pods.push(p);
+            objs.pods.push(p.into());
         }
     }
     objs

@@ -8,6 +8,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use support::*;
 use volcano_api::Objects;
@@ -133,6 +134,7 @@ fn mount(objs: &mut Objects, ns: &str, pod: &str, claim: &str) {
     let p = objs
         .pods
         .iter_mut()
+        .map(Arc::make_mut)
         .find(|p| {
             p.metadata.name.as_deref() == Some(pod) && p.metadata.namespace.as_deref() == Some(ns)
         })
@@ -381,6 +383,7 @@ fn a_gang_that_does_not_fit_gives_its_volume_back() {
     let huge = objs
         .pods
         .iter_mut()
+        .map(Arc::make_mut)
         .find(|p| p.metadata.name.as_deref() == Some("big-1"))
         .unwrap();
     huge.spec.as_mut().unwrap().containers[0]
@@ -486,6 +489,7 @@ fn preemption_frees_a_csi_attachment_for_a_higher_priority_pod() {
     let victim = objs
         .pods
         .iter_mut()
+        .map(Arc::make_mut)
         .find(|p| p.metadata.name.as_deref() == Some("victim-0"))
         .unwrap();
     victim.spec.as_mut().unwrap().node_name = Some("n1".to_string());

@@ -113,7 +113,7 @@ pub fn trace_objects(nodes: &[&TraceNode], names: &[String], order: &[TracePod])
             .annotations
             .get_or_insert_with(Default::default)
             .insert(volcano_api::keys::GROUP_NAME.to_string(), group.clone());
-        objects.pods.push(pod);
+        objects.pods.push(pod.into());
         objects.pod_groups.push(PodGroup {
             metadata: ObjectMeta {
                 name: Some(group),

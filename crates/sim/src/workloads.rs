@@ -7,6 +7,7 @@
 //! submitted later makes no pods.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::apps::v1::{
@@ -152,7 +153,7 @@ pub fn start_workloads(objects: &mut Objects) {
             Some(labels),
         );
     }
-    objects.pods.extend(pods);
+    objects.pods.extend(pods.into_iter().map(Arc::new));
 }
 
 /// Adds pods of `owner` from `template`, named by `names` (names taken are skipped), until it
@@ -180,6 +181,7 @@ fn fill(
         objects
             .pods
             .iter()
+            .map(|p| &**p)
             .chain(out.iter())
             .any(|p| p.metadata.namespace == ns && p.metadata.name.as_deref() == Some(name))
     };

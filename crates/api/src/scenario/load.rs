@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::decode::{self, Decoded};
 use super::object::Object;
@@ -99,7 +100,7 @@ impl Builder {
         let objects = &mut self.scenario.objects;
         match object {
             Object::Node(o) => objects.nodes.push(*o),
-            Object::Pod(o) => objects.pods.push(*o),
+            Object::Pod(o) => objects.pods.push(Arc::new(*o)),
             Object::PodGroup(o) => objects.pod_groups.push(*o),
             Object::Queue(o) => objects.queues.push(*o),
             Object::Job(o) => objects.jobs.push(*o),

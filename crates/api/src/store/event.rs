@@ -13,14 +13,17 @@ use crate::object_ref::{ObjectKind, ObjectRef};
 use crate::scheduling::{PodGroup, Queue};
 use crate::topology::HyperNode;
 
+use std::sync::Arc;
+
 use super::Stored;
 
 /// One object created (`old` is `None`), changed, or deleted (`new` is `None`).
-// Boxed: pods dominate, and events are moved through journals and channels.
+// Boxed, as events are moved through journals and channels. Pods, which dominate, are shared
+// with the store that sent the event, so a journal or a follower costs no copy of the pod.
 #[derive(Debug, Clone)]
 pub enum WatchEvent {
     /// A pod.
-    Pod(Option<Box<Pod>>, Option<Box<Pod>>),
+    Pod(Option<Arc<Pod>>, Option<Arc<Pod>>),
     /// A node.
     Node(Option<Box<Node>>, Option<Box<Node>>),
     /// A PodGroup.
@@ -62,8 +65,8 @@ pub enum WatchEvent {
     HyperNode(Option<Box<HyperNode>>, Option<Box<HyperNode>>),
 }
 
-fn object_of<K: Stored>(old: &Option<Box<K>>, new: &Option<Box<K>>) -> Option<ObjectRef> {
-    let obj = new.as_deref().or(old.as_deref())?;
+fn object_of<K: Stored>(old: Option<&K>, new: Option<&K>) -> Option<ObjectRef> {
+    let obj = new.or(old)?;
     Some(ObjectRef::new(K::KIND, obj.key()))
 }
 
@@ -96,25 +99,25 @@ impl WatchEvent {
     /// The object changed.
     pub fn object(&self) -> Option<ObjectRef> {
         match self {
-            WatchEvent::Pod(o, n) => object_of(o, n),
-            WatchEvent::Node(o, n) => object_of(o, n),
-            WatchEvent::PodGroup(o, n) => object_of(o, n),
-            WatchEvent::Queue(o, n) => object_of(o, n),
-            WatchEvent::Job(o, n) => object_of(o, n),
-            WatchEvent::PriorityClass(o, n) => object_of(o, n),
-            WatchEvent::Command(o, n) => object_of(o, n),
-            WatchEvent::Namespace(o, n) => object_of(o, n),
-            WatchEvent::PersistentVolume(o, n) => object_of(o, n),
-            WatchEvent::PersistentVolumeClaim(o, n) => object_of(o, n),
-            WatchEvent::StorageClass(o, n) => object_of(o, n),
-            WatchEvent::CSINode(o, n) => object_of(o, n),
-            WatchEvent::ReplicaSet(o, n) => object_of(o, n),
-            WatchEvent::StatefulSet(o, n) => object_of(o, n),
-            WatchEvent::Deployment(o, n) => object_of(o, n),
-            WatchEvent::CronJob(o, n) => object_of(o, n),
-            WatchEvent::JobFlow(o, n) => object_of(o, n),
-            WatchEvent::JobTemplate(o, n) => object_of(o, n),
-            WatchEvent::HyperNode(o, n) => object_of(o, n),
+            WatchEvent::Pod(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Node(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::PodGroup(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Queue(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Job(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::PriorityClass(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Command(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Namespace(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::PersistentVolume(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::PersistentVolumeClaim(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::StorageClass(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::CSINode(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::ReplicaSet(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::StatefulSet(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::Deployment(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::CronJob(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::JobFlow(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::JobTemplate(o, n) => object_of(o.as_deref(), n.as_deref()),
+            WatchEvent::HyperNode(o, n) => object_of(o.as_deref(), n.as_deref()),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Where each object of one kind sits in its list, and the groups the controllers ask for.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -96,9 +97,9 @@ impl Index {
     }
 
     /// After the object at `from` was removed from `list`: everything after it moved one up.
-    pub(super) fn shifted<K: Stored>(&mut self, list: &[K], from: usize) {
+    pub(super) fn shifted<K: Stored>(&mut self, list: &[K::Held], from: usize) {
         for (i, obj) in list.iter().enumerate().skip(from) {
-            if let Some(at) = self.at.get_mut(&obj.key()) {
+            if let Some(at) = self.at.get_mut(&obj.borrow().key()) {
                 *at = i;
             }
         }
@@ -112,11 +113,12 @@ impl Index {
     }
 
     /// Indexes `list` from scratch.
-    pub(super) fn rebuild<K: Stored>(&mut self, list: &[K]) {
+    pub(super) fn rebuild<K: Stored>(&mut self, list: &[K::Held]) {
         self.at.clear();
         self.groups.clear();
         self.at.reserve(list.len());
         for (i, obj) in list.iter().enumerate() {
+            let obj: &K = obj.borrow();
             self.remember(obj.key(), i, obj);
         }
     }

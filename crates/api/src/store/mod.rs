@@ -22,8 +22,10 @@ mod index;
 pub use event::WatchEvent;
 pub use index::{Index, owning_job, pod_group_queue};
 
+use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -42,8 +44,15 @@ use crate::topology::HyperNode;
 
 /// A kind the store holds.
 pub trait Stored: Clone {
+    /// How the store holds one: the object itself, or for pods an `Arc`, shared with the
+    /// scheduler's cache (no second copy of every pod) and copied on change only while shared.
+    type Held: Clone + Borrow<Self>;
     /// Its kind.
     const KIND: ObjectKind;
+    /// The object as the store holds it.
+    fn hold(self) -> Self::Held;
+    /// A held object, to change (copied first if it is shared).
+    fn held_mut(held: &mut Self::Held) -> &mut Self;
     /// Its metadata.
     fn meta(&self) -> &ObjectMeta;
     /// Its metadata, to change.
@@ -58,19 +67,26 @@ pub trait Stored: Clone {
         None
     }
     /// The list of this kind in `objects`.
-    fn list(objects: &Objects) -> &[Self];
+    fn list(objects: &Objects) -> &[Self::Held];
     /// The list and the index of this kind in `store`, to change.
-    fn parts(store: &mut ObjectStore) -> (&mut Vec<Self>, &mut Index);
+    fn parts(store: &mut ObjectStore) -> (&mut Vec<Self::Held>, &mut Index);
     /// The index of this kind.
     fn index(store: &ObjectStore) -> &Index;
     /// The watch event of a change from `old` to `new`.
-    fn event(old: Option<Box<Self>>, new: Option<Box<Self>>) -> WatchEvent;
+    fn event(old: Option<Self::Held>, new: Option<Self::Held>) -> WatchEvent;
 }
 
 macro_rules! stored {
     ($ty:ty, $kind:ident, $field:ident $(, $group:path)?) => {
         impl Stored for $ty {
+            type Held = Self;
             const KIND: ObjectKind = ObjectKind::$kind;
+            fn hold(self) -> Self {
+                self
+            }
+            fn held_mut(held: &mut Self) -> &mut Self {
+                held
+            }
             $(fn group(&self) -> Option<NamespacedName> {
                 $group(self)
             })?
@@ -89,14 +105,45 @@ macro_rules! stored {
             fn index(store: &ObjectStore) -> &Index {
                 &store.indexes.$field
             }
-            fn event(old: Option<Box<Self>>, new: Option<Box<Self>>) -> WatchEvent {
-                WatchEvent::$kind(old, new)
+            fn event(old: Option<Self>, new: Option<Self>) -> WatchEvent {
+                WatchEvent::$kind(old.map(Box::new), new.map(Box::new))
             }
         }
     };
 }
 
-stored!(Pod, Pod, pods, index::owning_job_key);
+/// Pods are held shared (see [`Stored::Held`]).
+impl Stored for Pod {
+    type Held = Arc<Pod>;
+    const KIND: ObjectKind = ObjectKind::Pod;
+    fn hold(self) -> Arc<Pod> {
+        Arc::new(self)
+    }
+    fn held_mut(held: &mut Arc<Pod>) -> &mut Pod {
+        Arc::make_mut(held)
+    }
+    fn group(&self) -> Option<NamespacedName> {
+        index::owning_job_key(self)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+    fn list(objects: &Objects) -> &[Arc<Pod>] {
+        &objects.pods
+    }
+    fn parts(store: &mut ObjectStore) -> (&mut Vec<Arc<Pod>>, &mut Index) {
+        (&mut store.objects.pods, &mut store.indexes.pods)
+    }
+    fn index(store: &ObjectStore) -> &Index {
+        &store.indexes.pods
+    }
+    fn event(old: Option<Arc<Pod>>, new: Option<Arc<Pod>>) -> WatchEvent {
+        WatchEvent::Pod(old, new)
+    }
+}
 stored!(Node, Node, nodes);
 stored!(PodGroup, PodGroup, pod_groups, index::queue_group_key);
 stored!(Queue, Queue, queues);
@@ -205,6 +252,14 @@ impl ObjectStore {
         K::index(self)
             .position(key)
             .and_then(|i| K::list(&self.objects).get(i))
+            .map(Borrow::borrow)
+    }
+
+    /// An object by identity, as the store holds it (for a pod: shared).
+    pub fn get_held<K: Stored>(&self, key: &NamespacedName) -> Option<&K::Held> {
+        K::index(self)
+            .position(key)
+            .and_then(|i| K::list(&self.objects).get(i))
     }
 
     /// Where an object sits in its kind's list.
@@ -220,6 +275,9 @@ impl ObjectStore {
     /// The pods a Job owns, in the store's order.
     pub fn pods_of_job(&self, namespace: &str, job: &str) -> Vec<&Pod> {
         self.in_order(self.indexes.pods.owned_by(namespace, job), |o| &o.pods)
+            .into_iter()
+            .map(|p| &**p)
+            .collect()
     }
 
     /// The PodGroups of a queue, in the store's order.
@@ -247,23 +305,30 @@ impl ObjectStore {
     }
 
     /// Creates `obj`, or replaces the object of its identity; the event.
-    pub fn upsert<K: Stored>(&mut self, mut obj: K) -> WatchEvent {
-        if K::KIND.namespaced() && obj.meta().namespace.is_none() {
-            obj.meta_mut().namespace = Some(crate::object_ref::DEFAULT_NAMESPACE.to_string());
+    pub fn upsert<K: Stored>(&mut self, obj: K) -> WatchEvent {
+        self.upsert_held::<K>(obj.hold())
+    }
+
+    /// [`ObjectStore::upsert`] of an object as the store holds it: a pod the caller keeps a
+    /// share of.
+    pub fn upsert_held<K: Stored>(&mut self, mut obj: K::Held) -> WatchEvent {
+        if K::KIND.namespaced() && obj.borrow().meta().namespace.is_none() {
+            K::held_mut(&mut obj).meta_mut().namespace =
+                Some(crate::object_ref::DEFAULT_NAMESPACE.to_string());
         }
-        let key = obj.key();
+        let key = obj.borrow().key();
         let (list, index) = K::parts(self);
         let event = match index.position(&key) {
             Some(i) => {
-                index.forget(&list[i]);
+                index.forget::<K>(list[i].borrow());
                 let old = std::mem::replace(&mut list[i], obj.clone());
-                index.remember(key, i, &list[i]);
-                K::event(Some(Box::new(old)), Some(Box::new(obj)))
+                index.remember::<K>(key, i, list[i].borrow());
+                K::event(Some(old), Some(obj))
             }
             None => {
-                index.remember(key, list.len(), &obj);
+                index.remember::<K>(key, list.len(), obj.borrow());
                 list.push(obj.clone());
-                K::event(None, Some(Box::new(obj)))
+                K::event(None, Some(obj))
             }
         };
         self.record(&event);
@@ -289,11 +354,12 @@ impl ObjectStore {
         let (list, index) = K::parts(self);
         let i = index.position(key)?;
         let old = list[i].clone();
-        index.forget(&old);
-        change(&mut list[i]);
+        index.forget::<K>(old.borrow());
+        change(K::held_mut(&mut list[i]));
         // Under its identity after the change, should the change have renamed it.
-        index.remember(list[i].key(), i, &list[i]);
-        let event = K::event(Some(Box::new(old)), Some(Box::new(list[i].clone())));
+        let now: &K = list[i].borrow();
+        index.remember(now.key(), i, now);
+        let event = K::event(Some(old), Some(list[i].clone()));
         self.record(&event);
         Some(event)
     }
@@ -303,19 +369,19 @@ impl ObjectStore {
         let keep_order = self.keep_order;
         let (list, index) = K::parts(self);
         let i = index.position(key)?;
-        index.forget(&list[i]);
+        index.forget::<K>(list[i].borrow());
         let gone = if keep_order {
             let gone = list.remove(i);
-            index.shifted(list, i);
+            index.shifted::<K>(list, i);
             gone
         } else {
             let gone = list.swap_remove(i);
             if let Some(moved) = list.get(i) {
-                index.moved(moved, i);
+                index.moved::<K>(moved.borrow(), i);
             }
             gone
         };
-        let event = K::event(Some(Box::new(gone)), None);
+        let event = K::event(Some(gone), None);
         self.record(&event);
         Some(event)
     }
@@ -323,16 +389,15 @@ impl ObjectStore {
     /// Deletes every object of this kind that `doomed` picks; their events, in order.
     pub fn delete_where<K: Stored>(&mut self, doomed: impl Fn(&K) -> bool) -> Vec<WatchEvent> {
         let (list, index) = K::parts(self);
-        let (gone, kept): (Vec<K>, Vec<K>) = std::mem::take(list).into_iter().partition(doomed);
+        let (gone, kept): (Vec<K::Held>, Vec<K::Held>) = std::mem::take(list)
+            .into_iter()
+            .partition(|o| doomed(o.borrow()));
         *list = kept;
         if gone.is_empty() {
             return Vec::new();
         }
-        index.rebuild(list);
-        let events: Vec<WatchEvent> = gone
-            .into_iter()
-            .map(|o| K::event(Some(Box::new(o)), None))
-            .collect();
+        index.rebuild::<K>(list);
+        let events: Vec<WatchEvent> = gone.into_iter().map(|o| K::event(Some(o), None)).collect();
         for e in &events {
             self.record(e);
         }
@@ -362,43 +427,43 @@ impl ObjectStore {
     fn reindex_all(&mut self) {
         let o = &mut self.objects;
         let ix = &mut self.indexes;
-        reindex(&mut o.pods, &mut ix.pods);
-        reindex(&mut o.nodes, &mut ix.nodes);
-        reindex(&mut o.pod_groups, &mut ix.pod_groups);
-        reindex(&mut o.queues, &mut ix.queues);
-        reindex(&mut o.jobs, &mut ix.jobs);
-        reindex(&mut o.priority_classes, &mut ix.priority_classes);
-        reindex(&mut o.commands, &mut ix.commands);
-        reindex(&mut o.namespaces, &mut ix.namespaces);
-        reindex(&mut o.persistent_volumes, &mut ix.persistent_volumes);
-        reindex(
+        reindex::<Pod>(&mut o.pods, &mut ix.pods);
+        reindex::<Node>(&mut o.nodes, &mut ix.nodes);
+        reindex::<PodGroup>(&mut o.pod_groups, &mut ix.pod_groups);
+        reindex::<Queue>(&mut o.queues, &mut ix.queues);
+        reindex::<Job>(&mut o.jobs, &mut ix.jobs);
+        reindex::<PriorityClass>(&mut o.priority_classes, &mut ix.priority_classes);
+        reindex::<Command>(&mut o.commands, &mut ix.commands);
+        reindex::<Namespace>(&mut o.namespaces, &mut ix.namespaces);
+        reindex::<PersistentVolume>(&mut o.persistent_volumes, &mut ix.persistent_volumes);
+        reindex::<PersistentVolumeClaim>(
             &mut o.persistent_volume_claims,
             &mut ix.persistent_volume_claims,
         );
-        reindex(&mut o.storage_classes, &mut ix.storage_classes);
-        reindex(&mut o.csi_nodes, &mut ix.csi_nodes);
-        reindex(&mut o.replica_sets, &mut ix.replica_sets);
-        reindex(&mut o.stateful_sets, &mut ix.stateful_sets);
-        reindex(&mut o.deployments, &mut ix.deployments);
-        reindex(&mut o.cron_jobs, &mut ix.cron_jobs);
-        reindex(&mut o.job_flows, &mut ix.job_flows);
-        reindex(&mut o.job_templates, &mut ix.job_templates);
-        reindex(&mut o.hyper_nodes, &mut ix.hyper_nodes);
+        reindex::<StorageClass>(&mut o.storage_classes, &mut ix.storage_classes);
+        reindex::<CSINode>(&mut o.csi_nodes, &mut ix.csi_nodes);
+        reindex::<ReplicaSet>(&mut o.replica_sets, &mut ix.replica_sets);
+        reindex::<StatefulSet>(&mut o.stateful_sets, &mut ix.stateful_sets);
+        reindex::<Deployment>(&mut o.deployments, &mut ix.deployments);
+        reindex::<CronJob>(&mut o.cron_jobs, &mut ix.cron_jobs);
+        reindex::<JobFlow>(&mut o.job_flows, &mut ix.job_flows);
+        reindex::<JobTemplate>(&mut o.job_templates, &mut ix.job_templates);
+        reindex::<HyperNode>(&mut o.hyper_nodes, &mut ix.hyper_nodes);
     }
 }
 
 /// Indexes one kind's list from scratch, first folding objects of one identity into one (see
 /// [`ObjectStore::new`]). The index counts the identities, so a list without duplicates (the
 /// usual case) is walked once.
-fn reindex<K: Stored>(list: &mut Vec<K>, index: &mut Index) {
-    index.rebuild(list);
+fn reindex<K: Stored>(list: &mut Vec<K::Held>, index: &mut Index) {
+    index.rebuild::<K>(list);
     if index.len() == list.len() {
         return;
     }
     let mut at: HashMap<NamespacedName, usize> = HashMap::with_capacity(index.len());
-    let mut kept: Vec<K> = Vec::with_capacity(index.len());
+    let mut kept: Vec<K::Held> = Vec::with_capacity(index.len());
     for obj in std::mem::take(list) {
-        match at.entry(obj.key()) {
+        match at.entry(obj.borrow().key()) {
             Entry::Occupied(e) => kept[*e.get()] = obj,
             Entry::Vacant(e) => {
                 e.insert(kept.len());
@@ -407,7 +472,7 @@ fn reindex<K: Stored>(list: &mut Vec<K>, index: &mut Index) {
         }
     }
     *list = kept;
-    index.rebuild(list);
+    index.rebuild::<K>(list);
 }
 
 #[cfg(test)]

@@ -153,9 +153,9 @@ fn a_pod_without_namespace_is_stored_in_default_and_a_renamed_one_is_found_by_it
 fn objects_of_one_identity_given_at_once_are_one_as_applying_them_in_turn_would_leave_it() {
     let mut store = ObjectStore::new(Objects {
         pods: vec![
-            pod("a", Some("j1")),
-            pod("b", Some("j1")),
-            pod("a", Some("j2")),
+            pod("a", Some("j1")).into(),
+            pod("b", Some("j1")).into(),
+            pod("a", Some("j2")).into(),
         ],
         ..Default::default()
     })
@@ -170,7 +170,14 @@ fn objects_of_one_identity_given_at_once_are_one_as_applying_them_in_turn_would_
     }
     assert_eq!(store.objects().pods, applied.objects().pods);
     assert_eq!(
-        names(&store.objects().pods.iter().collect::<Vec<_>>()),
+        names(
+            &store
+                .objects()
+                .pods
+                .iter()
+                .map(|p| &**p)
+                .collect::<Vec<_>>()
+        ),
         ["a", "b"]
     );
     assert_eq!(names(&store.pods_of_job("ns", "j1")), ["b"]);
@@ -182,7 +189,14 @@ fn objects_of_one_identity_given_at_once_are_one_as_applying_them_in_turn_would_
     );
     assert!(!store.contains::<Pod>(&NamespacedName::new("ns", "a")));
     assert_eq!(
-        names(&store.objects().pods.iter().collect::<Vec<_>>()),
+        names(
+            &store
+                .objects()
+                .pods
+                .iter()
+                .map(|p| &**p)
+                .collect::<Vec<_>>()
+        ),
         ["b"]
     );
 }

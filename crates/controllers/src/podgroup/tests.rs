@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use volcano_api::k8s_openapi::api::apps::v1::{
     ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec, StatefulSetStatus,
@@ -198,7 +199,7 @@ fn a_replica_sets_pods_share_one_pod_group_with_its_min_member() {
                 (keys::POD_QUEUE_NAME, "ignored-by-volcano"),
             ],
         )],
-        pods: pods.clone(),
+        pods: pods.iter().cloned().map(Arc::new).collect(),
         ..Default::default()
     });
     let mut c = controller();
@@ -323,7 +324,7 @@ fn a_replica_set_changed_after_its_pod_has_a_stale_group_brings_it_up_to_date() 
     let rs = replica_set("web", 2, &[(keys::GROUP_MIN_MEMBER, "2")]);
     let mut store = ObjectStore::new(Objects {
         replica_sets: vec![rs.clone()],
-        pods: vec![pod],
+        pods: vec![pod.into()],
         pod_groups: vec![before],
         ..Default::default()
     });
@@ -343,7 +344,7 @@ fn a_pod_already_in_a_group_is_left_alone_as_leader_worker_sets_are() {
     let sts = stateful_set("lws-0", &[(keys::GROUP_MIN_MEMBER, "4")], "r1");
     let mut store = ObjectStore::new(Objects {
         stateful_sets: vec![sts.clone()],
-        pods: vec![pod.clone()],
+        pods: vec![pod.clone().into()],
         ..Default::default()
     });
     let mut c = controller();
@@ -365,7 +366,7 @@ fn a_stateful_set_turn_takes_a_pod_of_the_revision_being_rolled_out() {
     let sts = stateful_set("db", &[(keys::GROUP_MIN_MEMBER, "2")], "r2");
     let mut store = ObjectStore::new(Objects {
         stateful_sets: vec![sts.clone()],
-        pods: vec![old, new],
+        pods: vec![old.into(), new.into()],
         ..Default::default()
     });
     let mut c = controller();
@@ -401,7 +402,7 @@ fn pods_of_another_scheduler_get_no_group_from_their_workload() {
     let rs = replica_set("web", 1, &[(keys::GROUP_MIN_MEMBER, "1")]);
     let mut store = ObjectStore::new(Objects {
         replica_sets: vec![rs.clone()],
-        pods: vec![pod.clone()],
+        pods: vec![pod.clone().into()],
         ..Default::default()
     });
     let mut c = controller();
@@ -420,7 +421,7 @@ fn a_pod_named_at_admission_gets_that_pod_group_without_a_patch() {
         (keys::GROUP_NAMED_AT_ADMISSION, "true"),
     ]);
     let mut store = ObjectStore::new(Objects {
-        pods: vec![pod.clone()],
+        pods: vec![pod.clone().into()],
         ..Default::default()
     });
     let mut c = controller();
@@ -464,7 +465,7 @@ fn a_replica_named_at_admission_shares_its_workloads_pod_group() {
         .collect();
     let mut store = ObjectStore::new(Objects {
         replica_sets: vec![rs.clone()],
-        pods: pods.clone(),
+        pods: pods.iter().cloned().map(Arc::new).collect(),
         ..Default::default()
     });
     let mut c = controller();
@@ -485,7 +486,7 @@ fn with_bare_pod_groups_off_a_bare_pod_is_left_to_the_scheduler_and_a_replica_is
     bare.metadata.owner_references = None;
     let mut store = ObjectStore::new(Objects {
         replica_sets: vec![rs],
-        pods: vec![replica.clone(), bare.clone()],
+        pods: vec![replica.clone().into(), bare.clone().into()],
         ..Default::default()
     });
     let mut c = controller();

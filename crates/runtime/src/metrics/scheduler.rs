@@ -510,7 +510,7 @@ mod tests {
         }
         // One pod of `gang` is bound already.
         objs.pods.push(
-            serde_json::from_value(serde_json::json!({
+            serde_json::from_value::<Pod>(serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {"name": "gang-0", "namespace": "ns",
@@ -518,7 +518,8 @@ mod tests {
                 "spec": {"nodeName": "n1", "containers": []},
                 "status": {"phase": "Running"},
             }))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .into(),
         );
         objs
     }

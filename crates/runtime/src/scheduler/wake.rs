@@ -105,10 +105,11 @@ fn node_changed(old: &Node, new: &Node) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use volcano_api::k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
 
-    fn pod(node: Option<&str>) -> Box<Pod> {
-        Box::new(Pod {
+    fn pod(node: Option<&str>) -> Arc<Pod> {
+        Arc::new(Pod {
             spec: Some(PodSpec {
                 node_name: node.map(str::to_string),
                 ..Default::default()
@@ -126,7 +127,7 @@ mod tests {
             Some(pod(Some("n1")))
         )));
         let mut waiting = pod(None);
-        waiting.status = Some(PodStatus {
+        Arc::make_mut(&mut waiting).status = Some(PodStatus {
             conditions: Some(vec![PodCondition {
                 type_: "PodScheduled".to_string(),
                 status: "False".to_string(),
@@ -139,7 +140,7 @@ mod tests {
             Some(waiting)
         )));
         let mut grouped = pod(None);
-        grouped.metadata.annotations =
+        Arc::make_mut(&mut grouped).metadata.annotations =
             Some([("scheduling.k8s.io/group-name".to_string(), "pg".to_string())].into());
         assert!(opens_work(&WatchEvent::Pod(Some(pod(None)), Some(grouped))));
     }
@@ -159,7 +160,7 @@ mod tests {
         assert_eq!(made_for_pod(&pg), Some("p"));
         let mut p = pod(None);
         assert!(!names(&p, &pg));
-        p.metadata.annotations =
+        Arc::make_mut(&mut p).metadata.annotations =
             Some([(keys::GROUP_NAME.to_string(), "podgroup-1".to_string())].into());
         assert!(names(&p, &pg));
     }

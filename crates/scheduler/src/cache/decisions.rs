@@ -1,6 +1,7 @@
 //! Decisions back onto the objects.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use volcano_api::k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition,
@@ -21,14 +22,14 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
     let evicted: BTreeSet<&NamespacedName> = d.evictions.iter().collect();
     for p in &mut objs.pods {
         if let Some(node) = binds.get(&object_key(&p.metadata)) {
-            bind_pod(p, node);
+            bind_pod(Arc::make_mut(p), node);
         }
     }
     let nominated: HashMap<&NamespacedName, &str> =
         d.nominated.iter().map(|(p, n)| (p, n.as_str())).collect();
     for p in &mut objs.pods {
         if let Some(node) = nominated.get(&object_key(&p.metadata)) {
-            nominate_pod(p, node);
+            nominate_pod(Arc::make_mut(p), node);
         }
     }
     let conditions: HashMap<&NamespacedName, &crate::framework::PodUnschedulable> =
@@ -36,7 +37,7 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
     if !conditions.is_empty() {
         for p in &mut objs.pods {
             if let Some(c) = conditions.get(&object_key(&p.metadata)) {
-                set_pod_scheduled(p, c);
+                set_pod_scheduled(Arc::make_mut(p), c);
             }
         }
     }
@@ -45,7 +46,7 @@ pub fn apply_decisions(objs: &mut Objects, d: &crate::framework::Decisions) {
     if !devices.is_empty() {
         for p in &mut objs.pods {
             if let Some(v) = devices.get(&object_key(&p.metadata)) {
-                set_gpu_devices(p, v);
+                set_gpu_devices(Arc::make_mut(p), v);
             }
         }
     }

@@ -129,7 +129,8 @@ impl SchedulerCache {
     }
 
     /// A pod was created (`old` is `None`), changed, or deleted (`new` is `None`).
-    pub fn pod_changed(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+    /// The cache keeps a share of `new` (no copy).
+    pub fn pod_changed(&mut self, old: Option<&Pod>, new: Option<&Arc<Pod>>) {
         self.take(|state, opts| pod_changed(state, opts, old, new));
     }
 
@@ -183,9 +184,9 @@ fn pod_changed(
     state: &mut Built,
     opts: &CacheOptions,
     old: Option<&Pod>,
-    new: Option<&Pod>,
+    new: Option<&Arc<Pod>>,
 ) -> Result<(), Rebuild> {
-    let Some(k) = new.or(old).map(|p| object_key(&p.metadata)) else {
+    let Some(k) = new.map(|p| &**p).or(old).map(|p| object_key(&p.metadata)) else {
         return Ok(());
     };
     if let Some(p) = new

@@ -8,6 +8,7 @@
 mod decisions;
 mod incremental;
 mod shadow;
+mod slim;
 mod task;
 
 pub use decisions::{
@@ -15,7 +16,7 @@ pub use decisions::{
     set_gpu_devices, set_pod_scheduled,
 };
 pub use incremental::SchedulerCache;
-pub use task::slim_pod;
+pub use slim::slim_pod;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

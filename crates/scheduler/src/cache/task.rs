@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::k8s_openapi;
 use volcano_api::keys;
 use volcano_api::scheduling::ResourceList;
@@ -90,7 +89,7 @@ fn name_index(name: &str) -> Option<i64> {
 /// neither schedules nor finds on a node. The task is not in the snapshot yet.
 pub(super) fn new_task(
     snap: &Snapshot,
-    pod: &Pod,
+    pod: &Arc<Pod>,
     opts: &CacheOptions,
     job_index: &HashMap<NamespacedName, JobId>,
     priorities: &Priorities,
@@ -174,7 +173,8 @@ pub(super) fn new_task(
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == POD_SCHEDULED))
             .map(|c| Arc::new(c.clone())),
-        pod: Arc::new(scheduling_view(pod)),
+        // The very pod the store holds: no copy (a watcher keeps pods slimmed, `slim_pod`).
+        pod: Arc::clone(pod),
         last_tx_allocated: false,
         gpu_devices: match (
             &gpu,
@@ -238,184 +238,5 @@ pub(super) fn insert_task(snap: &mut Snapshot, id: TaskId, task: TaskInfo, statu
             snap.place(id, n, status)
         }
         _ => snap.set_status(id, status),
-    }
-}
-
-/// A container reduced to its name, restart policy and the ports it takes on the node; `None`
-/// when it takes none.
-fn host_ports_only(
-    c: &k8s_openapi::api::core::v1::Container,
-) -> Option<k8s_openapi::api::core::v1::Container> {
-    let ports: Vec<_> = c
-        .ports
-        .iter()
-        .flatten()
-        .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
-        .cloned()
-        .collect();
-    (!ports.is_empty()).then(|| k8s_openapi::api::core::v1::Container {
-        name: c.name.clone(),
-        ports: Some(ports),
-        // An init container holds its ports for the pod's life only as a sidecar
-        // (`restartPolicy: Always`).
-        restart_policy: c.restart_policy.clone(),
-        ..Default::default()
-    })
-}
-
-/// The part of a pod plugins read (identity, labels and annotations, placement constraints,
-/// host ports, claims and CSI volumes, priority, start time): a session copies every pod, and
-/// containers' environment, other volumes and statuses would be most of the copy.
-fn scheduling_view(pod: &Pod) -> Pod {
-    let m = &pod.metadata;
-    let spec = pod
-        .spec
-        .as_ref()
-        .map(|s| k8s_openapi::api::core::v1::PodSpec {
-            affinity: s.affinity.clone(),
-            node_name: s.node_name.clone(),
-            node_selector: s.node_selector.clone(),
-            preemption_policy: s.preemption_policy.clone(),
-            priority: s.priority,
-            priority_class_name: s.priority_class_name.clone(),
-            scheduler_name: s.scheduler_name.clone(),
-            scheduling_gates: s.scheduling_gates.clone(),
-            tolerations: s.tolerations.clone(),
-            topology_spread_constraints: s.topology_spread_constraints.clone(),
-            containers: s.containers.iter().filter_map(host_ports_only).collect(),
-            init_containers: s
-                .init_containers
-                .as_ref()
-                .map(|cs| cs.iter().filter_map(host_ports_only).collect()),
-            volumes: s.volumes.as_ref().map(|vs| {
-                vs.iter()
-                    .filter(|v| {
-                        v.persistent_volume_claim.is_some()
-                            || v.ephemeral.is_some()
-                            || v.csi.is_some()
-                    })
-                    .cloned()
-                    .collect()
-            }),
-            ..Default::default()
-        });
-    let status = pod
-        .status
-        .as_ref()
-        .map(|s| k8s_openapi::api::core::v1::PodStatus {
-            phase: s.phase.clone(),
-            start_time: s.start_time.clone(),
-            nominated_node_name: s.nominated_node_name.clone(),
-            ..Default::default()
-        });
-    Pod {
-        metadata: ObjectMeta {
-            name: m.name.clone(),
-            namespace: m.namespace.clone(),
-            uid: m.uid.clone(),
-            labels: m.labels.clone(),
-            annotations: m.annotations.clone(),
-            creation_timestamp: m.creation_timestamp.clone(),
-            ..Default::default()
-        },
-        spec,
-        status,
-    }
-}
-
-/// `kubectl apply`'s copy of the whole object it applied: often the largest annotation, and no
-/// one here reads it.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// A container reduced to what the scheduler reads: its name, what it asks for, the ports it
-/// takes on the node and (for an init container) whether it stays as a sidecar.
-fn slim_container(
-    c: k8s_openapi::api::core::v1::Container,
-) -> k8s_openapi::api::core::v1::Container {
-    let ports: Option<Vec<_>> = c.ports.map(|ps| {
-        ps.into_iter()
-            .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
-            .collect()
-    });
-    k8s_openapi::api::core::v1::Container {
-        name: c.name,
-        resources: c.resources,
-        ports: ports.filter(|ps| !ps.is_empty()),
-        restart_policy: c.restart_policy,
-        ..Default::default()
-    }
-}
-
-/// The pod with only what the scheduler reads of it, taken by move: what [`new_task`] reads
-/// (requests, overhead, gates, priority, annotations, status phase, nomination and
-/// `PodScheduled` condition), what plugins read ([`scheduling_view`]), and what a runtime
-/// writing the scheduler's decisions reads (resourceVersion, deletion, uid, creation time,
-/// owners). For a scheduler's own copy of a watched pod: the rest (environment, mounts, probes,
-/// other volumes, container statuses, IPs) is most of a pod and is never read. A scheduler
-/// only ever patches pods, so nothing dropped here is written back.
-pub fn slim_pod(pod: Pod) -> Pod {
-    let Pod {
-        metadata: m,
-        spec,
-        status,
-    } = pod;
-    let annotations = m.annotations.map(|mut a| {
-        a.remove(LAST_APPLIED);
-        a
-    });
-    let spec = spec.map(|s| k8s_openapi::api::core::v1::PodSpec {
-        affinity: s.affinity,
-        node_name: s.node_name,
-        node_selector: s.node_selector,
-        overhead: s.overhead,
-        preemption_policy: s.preemption_policy,
-        priority: s.priority,
-        priority_class_name: s.priority_class_name,
-        scheduler_name: s.scheduler_name,
-        scheduling_gates: s.scheduling_gates,
-        tolerations: s.tolerations,
-        topology_spread_constraints: s.topology_spread_constraints,
-        containers: s.containers.into_iter().map(slim_container).collect(),
-        init_containers: s
-            .init_containers
-            .map(|cs| cs.into_iter().map(slim_container).collect()),
-        // As `scheduling_view` keeps them: the volumes the volume predicates and the binder read.
-        volumes: s.volumes.map(|vs| {
-            vs.into_iter()
-                .filter(|v| {
-                    v.persistent_volume_claim.is_some() || v.ephemeral.is_some() || v.csi.is_some()
-                })
-                .collect()
-        }),
-        ..Default::default()
-    });
-    let status = status.map(|s| k8s_openapi::api::core::v1::PodStatus {
-        phase: s.phase,
-        start_time: s.start_time,
-        nominated_node_name: s.nominated_node_name,
-        // `PodScheduled` is the one condition the scheduler reads and writes (by a patch of
-        // that condition alone).
-        conditions: s.conditions.map(|cs| {
-            cs.into_iter()
-                .filter(|c| c.type_ == POD_SCHEDULED)
-                .collect()
-        }),
-        ..Default::default()
-    });
-    Pod {
-        metadata: ObjectMeta {
-            name: m.name,
-            namespace: m.namespace,
-            uid: m.uid,
-            resource_version: m.resource_version,
-            labels: m.labels,
-            annotations,
-            creation_timestamp: m.creation_timestamp,
-            deletion_timestamp: m.deletion_timestamp,
-            owner_references: m.owner_references,
-            ..Default::default()
-        },
-        spec,
-        status,
     }
 }

@@ -1,4 +1,5 @@
 use std::path::Path;
+use std::sync::Arc;
 
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::scenario::load_str;
@@ -64,6 +65,7 @@ fn an_unreadable_pod_is_left_out_by_name_and_the_others_are_scheduled() {
     let bad = objs
         .pods
         .iter_mut()
+        .map(Arc::make_mut)
         .find(|p| p.metadata.name.as_deref() == Some("bad"));
     if let Some(spec) = bad.and_then(|p| p.spec.as_mut()) {
         let requests = spec.containers[0]
@@ -102,13 +104,10 @@ fn a_followed_change_is_served_from_the_kept_snapshot() {
     let first = cycle.prepare(&objs).map(|p| p.source);
     assert_eq!(first, Ok(SnapshotSource::Rebuilt));
     let old = objs.pods[0].clone();
-    if let Some(spec) = objs.pods[0].spec.as_mut() {
+    if let Some(spec) = Arc::make_mut(&mut objs.pods[0]).spec.as_mut() {
         spec.node_name = Some("n1".into());
     }
-    cycle.follow(&WatchEvent::Pod(
-        Some(Box::new(old)),
-        Some(Box::new(objs.pods[0].clone())),
-    ));
+    cycle.follow(&WatchEvent::Pod(Some(old), Some(objs.pods[0].clone())));
     let second = match cycle.prepare(&objs) {
         Ok(p) => p,
         Err(e) => panic!("{e}"),

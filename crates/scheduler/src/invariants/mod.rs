@@ -121,7 +121,7 @@ pub fn check(before: &Objects, d: &Decisions) -> Vec<Violation> {
     let pods: HashMap<NamespacedName, &Pod> = before
         .pods
         .iter()
-        .map(|p| (NamespacedName::of(&p.metadata), p))
+        .map(|p| (NamespacedName::of(&p.metadata), &**p))
         .collect();
     let mut bound: Vec<(&Pod, &str)> = Vec::new();
     for (pod, node) in &d.binds {

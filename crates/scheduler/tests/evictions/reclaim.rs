@@ -79,7 +79,7 @@ impl ReclaimCase {
                 if let Some(st) = p.status.as_mut() {
                     st.phase = Some("Running".into());
                 }
-                objs.pods.push(p);
+                objs.pods.push(p.into());
             }
             set_phase(&mut objs, &name, "Running");
         }
@@ -103,7 +103,7 @@ pub fn check_reclaim(objs: &Objects, d: &Decisions) -> Result<(), TestCaseError>
     let snap = build_snapshot(objs, &CacheOptions::default())
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let deserved = proportion_deserved(&snap);
-    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), &**p)).collect();
     let queue_of = |p: &Pod| -> String {
         let group = p
             .metadata
@@ -195,7 +195,7 @@ pub fn check_guarantees(objs: &Objects, d: &Decisions) -> Result<(), TestCaseErr
             *used.entry(q).or_default() += request(p)[0];
         }
     }
-    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), p)).collect();
+    let pods: BTreeMap<NamespacedName, &Pod> = objs.pods.iter().map(|p| (key(p), &**p)).collect();
     for (victim, reason) in &d.eviction_reasons {
         if !reason.starts_with("reclaimed by queue") {
             continue;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::api::core::v1::{
@@ -81,7 +82,7 @@ pub fn preferred_affinity(weight: i32, t: PodAffinityTerm) -> Affinity {
 
 /// Gives the pods whose name starts with `prefix` the label `app=<app>` and `affinity`.
 pub fn shape(objs: &mut Objects, prefix: &str, app: &str, affinity: Option<Affinity>) {
-    for p in objs.pods.iter_mut().filter(|p| {
+    for p in objs.pods.iter_mut().map(Arc::make_mut).filter(|p| {
         p.metadata
             .name
             .as_deref()

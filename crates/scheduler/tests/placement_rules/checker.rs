@@ -88,7 +88,7 @@ impl<'a> Placed<'a> {
                 let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
                 !matches!(phase, Some("Succeeded") | Some("Failed"))
             })
-            .filter_map(|p| Some((p, node_of(p)?)))
+            .filter_map(|p| Some((&**p, node_of(p)?)))
             .collect();
         Placed { nodes, pods }
     }

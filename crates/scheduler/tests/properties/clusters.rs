@@ -4,6 +4,7 @@
 //! no valid cluster would hold.
 
 use proptest::prelude::*;
+use std::sync::Arc;
 use volcano_api::Objects;
 use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use volcano_api::scheduling::ResourceList;
@@ -276,7 +277,7 @@ impl GenCluster {
                 }
             }
             objs.pod_groups.push(pg);
-            objs.pods.extend(pods);
+            objs.pods.extend(pods.into_iter().map(Arc::new));
         }
         objs
     }
@@ -342,7 +343,7 @@ impl Wild {
         }
         let n_pods = objs.pods.len();
         for &i in &self.ghost_bound {
-            if let Some(spec) = objs.pods[i % n_pods].spec.as_mut() {
+            if let Some(spec) = Arc::make_mut(&mut objs.pods[i % n_pods]).spec.as_mut() {
                 spec.node_name = Some("ghost".into());
             }
         }
@@ -360,7 +361,7 @@ impl Wild {
             ]));
         }
         for &(i, ok) in &self.finished {
-            if let Some(st) = objs.pods[i % n_pods].status.as_mut() {
+            if let Some(st) = Arc::make_mut(&mut objs.pods[i % n_pods]).status.as_mut() {
                 st.phase = Some(if ok { "Succeeded" } else { "Failed" }.into());
             }
         }

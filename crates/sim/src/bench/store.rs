@@ -3,6 +3,7 @@
 //! cache as a watch would tell it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use volcano_api::{NamespacedName, Objects};
 use volcano_scheduler::cache::SchedulerCache;
@@ -107,7 +108,7 @@ impl BenchStore {
         if let Some(&i) = self.pods.get(key) {
             let pod = &mut self.objects.pods[i];
             let old = pod.clone();
-            change(pod);
+            change(Arc::make_mut(pod));
             cache.pod_changed(Some(&old), Some(pod));
         }
     }

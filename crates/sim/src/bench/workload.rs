@@ -212,7 +212,7 @@ fn running(spec: &BenchSpec, objects: &mut Objects) {
             if let Some(s) = p.status.as_mut() {
                 s.phase = Some("Running".to_string());
             }
-            objects.pods.push(p);
+            objects.pods.push(p.into());
             placed += 1;
         }
     }
@@ -237,6 +237,6 @@ fn pending_job(spec: &BenchSpec, j: usize, objects: &mut Objects) {
         if let Some(c) = spec.constraint {
             c.apply(&mut p, &name);
         }
-        p
+        p.into()
     }));
 }

@@ -63,7 +63,7 @@ pub fn to_yaml(objects: &Objects) -> Result<String, YamlError> {
         document(&mut out, "PodGroup", &name(&pg.metadata), pg)?;
     }
     for p in &objects.pods {
-        document(&mut out, "Pod", &name(&p.metadata), p)?;
+        document(&mut out, "Pod", &name(&p.metadata), &**p)?;
     }
     for j in &objects.jobs {
         document(&mut out, "Job", &name(&j.metadata), j)?;

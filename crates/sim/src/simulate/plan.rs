@@ -2,6 +2,7 @@
 //! each node goes down, comes up or shrinks. Built from the annotations, every value checked.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use volcano_api::Objects;
@@ -164,7 +165,8 @@ pub fn plan(
         if t.is_zero() {
             plan.initial.pods.push(pod);
         } else {
-            plan.submissions.push((t, Submission::Pod(Box::new(pod))));
+            plan.submissions
+                .push((t, Submission::Pod(Box::new(Arc::unwrap_or_clone(pod)))));
         }
     }
     for job in jobs {

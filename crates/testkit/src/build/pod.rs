@@ -226,6 +226,6 @@ impl PodBuilder {
 
 impl AddTo for PodBuilder {
     fn add_to(self, objs: &mut Objects) {
-        objs.pods.push(self.build());
+        objs.pods.push(self.build().into());
     }
 }

@@ -128,6 +128,6 @@ impl AddTo for GangBuilder {
     fn add_to(self, objs: &mut Objects) {
         let (pg, pods) = self.build();
         objs.pod_groups.push(pg);
-        objs.pods.extend(pods);
+        objs.pods.extend(pods.into_iter().map(Into::into));
     }
 }

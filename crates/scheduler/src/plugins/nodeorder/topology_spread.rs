@@ -272,15 +272,18 @@ mod tests {
         for (i, n) in ["node-a", "node-a", "node-a", "node-b"].iter().enumerate() {
             let name = format!("running-{i}");
             objs.pods
-                .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)));
+                .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)).into());
         }
-        objs.pods.push(labelled(
-            "ns",
-            "p",
-            &[("app", "web")],
-            vec![spread(1, ZONE, SCHEDULE_ANYWAY, "web")],
-            None,
-        ));
+        objs.pods.push(
+            labelled(
+                "ns",
+                "p",
+                &[("app", "web")],
+                vec![spread(1, ZONE, SCHEDULE_ANYWAY, "web")],
+                None,
+            )
+            .into(),
+        );
         // Two zones: weight ln 4; raw a = round(3 × 1.386) = 4, b = round(1.386) = 1;
         // a: 100 × (4 + 1 − 4) / 4 = 25, b: 100, c misses the key: 0.
         assert_eq!(
@@ -295,15 +298,18 @@ mod tests {
         for (i, n) in ["node-a", "node-a"].iter().enumerate() {
             let name = format!("running-{i}");
             objs.pods
-                .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)));
+                .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)).into());
         }
-        objs.pods.push(labelled(
-            "ns",
-            "p",
-            &[("app", "web")],
-            vec![spread(2, HOSTNAME, SCHEDULE_ANYWAY, "web")],
-            None,
-        ));
+        objs.pods.push(
+            labelled(
+                "ns",
+                "p",
+                &[("app", "web")],
+                vec![spread(2, HOSTNAME, SCHEDULE_ANYWAY, "web")],
+                None,
+            )
+            .into(),
+        );
         // Two nodes: weight ln 4; raw a = round(2 × 1.386 + 1) = 4, b = 1.
         assert_eq!(scores_of(&objs, &["node-a", "node-b"]), [25.0, 100.0]);
     }
@@ -311,17 +317,20 @@ mod tests {
     #[test]
     fn pods_without_soft_constraints_get_nothing_added() {
         let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
-        objs.pods.push(labelled(
-            "ns",
-            "p",
-            &[("app", "web")],
-            vec![spread(1, ZONE, "DoNotSchedule", "web")],
-            None,
-        ));
+        objs.pods.push(
+            labelled(
+                "ns",
+                "p",
+                &[("app", "web")],
+                vec![spread(1, ZONE, "DoNotSchedule", "web")],
+                None,
+            )
+            .into(),
+        );
         assert_eq!(scores_of(&objs, &["node-a", "node-b"]), [0.0, 0.0]);
         objs.pods.pop();
         objs.pods
-            .push(labelled("ns", "p", &[("app", "web")], vec![], None));
+            .push(labelled("ns", "p", &[("app", "web")], vec![], None).into());
         assert_eq!(scores_of(&objs, &["node-a", "node-b"]), [0.0, 0.0]);
     }
 }

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use volcano_api::k8s_openapi;
 
 use super::Filter;
@@ -43,25 +43,28 @@ impl HostPort {
     }
 }
 
-/// Whether the pod takes any host port (the pod view keeps only containers that do).
+/// Whether the pod takes any host port for its whole life (cheap: most pods have no ports).
 fn has_host_ports(pod: &Pod) -> bool {
-    pod.spec.as_ref().is_some_and(|s| {
-        !s.containers.is_empty() || s.init_containers.as_ref().is_some_and(|c| !c.is_empty())
-    })
+    lifelong_containers(pod)
+        .flat_map(|c| c.ports.iter().flatten())
+        .any(|p| p.host_port.is_some_and(|hp| hp > 0))
+}
+
+/// The containers that run for the pod's whole life: its containers and its sidecars (init
+/// containers with `restartPolicy: Always`).
+fn lifelong_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
+    let spec = pod.spec.as_ref();
+    let sidecars = spec
+        .and_then(|s| s.init_containers.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    sidecars.chain(spec.into_iter().flat_map(|s| &s.containers))
 }
 
 /// The host ports the pod takes for its whole life.
 fn host_ports(pod: &Pod) -> Vec<HostPort> {
-    let Some(spec) = &pod.spec else {
-        return Vec::new();
-    };
-    let sidecars = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-    sidecars
-        .chain(&spec.containers)
+    lifelong_containers(pod)
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let port = p.host_port.filter(|&hp| hp > 0)?;

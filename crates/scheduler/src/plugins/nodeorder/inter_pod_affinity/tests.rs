@@ -177,7 +177,7 @@ fn placements_and_undos_in_the_session_move_the_score() {
         .cpu_milli(100)
         .group("db")
         .build();
-    objs.pods.push(labelled(p, &[("app", "db")], None));
+    objs.pods.push(labelled(p, &[("app", "db")], None).into());
     let mut s = snapshot(&objs);
     let mut scorer = PodAffinityScore::new(&s);
     let all = ["n1", "n2", "n3", "n4"];

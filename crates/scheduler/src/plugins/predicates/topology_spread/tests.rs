@@ -131,10 +131,10 @@ fn three_to_one(incoming: Vec<TopologySpreadConstraint>) -> Objects {
     {
         let name = format!("running-{i}");
         objs.pods
-            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)));
+            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)).into());
     }
     objs.pods
-        .push(labelled("ns", "p", &[("app", "web")], incoming, None));
+        .push(labelled("ns", "p", &[("app", "web")], incoming, None).into());
     objs
 }
 
@@ -173,13 +173,16 @@ fn schedule_anyway_constraints_never_filter() {
 fn a_pod_not_matching_its_own_selector_adds_nothing_to_the_skew() {
     let mut objs = three_to_one(vec![]);
     objs.pods.pop();
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "other")],
-        vec![spread(2, ZONE, DO_NOT_SCHEDULE, "web")],
-        None,
-    ));
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "other")],
+            vec![spread(2, ZONE, DO_NOT_SCHEDULE, "web")],
+            None,
+        )
+        .into(),
+    );
     let s = snapshot(&objs);
     // zone-a: 3 + 0 − 1 = 2 ≤ 2.
     expect(
@@ -205,21 +208,27 @@ fn pods_of_other_namespaces_and_terminating_pods_do_not_count() {
     let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
     let mut terminating = labelled("ns", "leaving", &[("app", "web")], vec![], Some("node-a"));
     terminating.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
-    objs.pods.push(terminating);
-    objs.pods.push(labelled(
-        "other",
-        "elsewhere",
-        &[("app", "web")],
-        vec![],
-        Some("node-a"),
-    ));
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web")],
-        vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
-        None,
-    ));
+    objs.pods.push(terminating.into());
+    objs.pods.push(
+        labelled(
+            "other",
+            "elsewhere",
+            &[("app", "web")],
+            vec![],
+            Some("node-a"),
+        )
+        .into(),
+    );
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "web")],
+            vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+            None,
+        )
+        .into(),
+    );
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a", "node-b"]),
@@ -233,17 +242,12 @@ fn fewer_domains_than_min_domains_make_the_minimum_zero() {
     for (i, n) in ["node-a", "node-b"].iter().enumerate() {
         let name = format!("running-{i}");
         objs.pods
-            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)));
+            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)).into());
     }
     let mut c = spread(1, ZONE, DO_NOT_SCHEDULE, "web");
     c.min_domains = Some(3);
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web")],
-        vec![c.clone()],
-        None,
-    ));
+    objs.pods
+        .push(labelled("ns", "p", &[("app", "web")], vec![c.clone()], None).into());
     let s = snapshot(&objs);
     // 1 + 1 − 0 > 1 everywhere: a third zone is needed.
     expect(
@@ -254,7 +258,7 @@ fn fewer_domains_than_min_domains_make_the_minimum_zero() {
     c.min_domains = Some(2);
     objs.pods.pop();
     objs.pods
-        .push(labelled("ns", "p", &[("app", "web")], vec![c], None));
+        .push(labelled("ns", "p", &[("app", "web")], vec![c], None).into());
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a", "node-b"]),
@@ -291,13 +295,13 @@ fn three_zones(c: TopologySpreadConstraint) -> Objects {
     for (i, n) in ["node-a", "node-b"].iter().enumerate() {
         let name = format!("running-{i}");
         objs.pods
-            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)));
+            .push(labelled("ns", &name, &[("app", "web")], vec![], Some(n)).into());
     }
     let mut p = labelled("ns", "p", &[("app", "web")], vec![c], None);
     if let Some(spec) = p.spec.as_mut() {
         spec.node_selector = Some(labels(&[("pool", "x")]));
     }
-    objs.pods.push(p);
+    objs.pods.push(p.into());
     objs
 }
 
@@ -339,23 +343,29 @@ fn match_label_keys_narrow_the_selector_to_the_pods_own_values() {
     let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
     for i in 0..2 {
         let name = format!("old-{i}");
-        objs.pods.push(labelled(
-            "ns",
-            &name,
-            &[("app", "web"), ("version", "v1")],
-            vec![],
-            Some("node-a"),
-        ));
+        objs.pods.push(
+            labelled(
+                "ns",
+                &name,
+                &[("app", "web"), ("version", "v1")],
+                vec![],
+                Some("node-a"),
+            )
+            .into(),
+        );
     }
     let mut c = spread(1, ZONE, DO_NOT_SCHEDULE, "web");
     c.match_label_keys = Some(vec!["version".into()]);
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web"), ("version", "v2")],
-        vec![c.clone()],
-        None,
-    ));
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "web"), ("version", "v2")],
+            vec![c.clone()],
+            None,
+        )
+        .into(),
+    );
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a", "node-b"]),
@@ -364,13 +374,16 @@ fn match_label_keys_narrow_the_selector_to_the_pods_own_values() {
     // Without the key, the v1 pods count and zone-a is full.
     c.match_label_keys = None;
     objs.pods.pop();
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web"), ("version", "v2")],
-        vec![c],
-        None,
-    ));
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "web"), ("version", "v2")],
+            vec![c],
+            None,
+        )
+        .into(),
+    );
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a", "node-b"]),
@@ -382,13 +395,16 @@ fn match_label_keys_narrow_the_selector_to_the_pods_own_values() {
 fn placements_and_their_undoing_in_the_session_move_the_counts() {
     let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
     for name in ["p1", "p2"] {
-        objs.pods.push(labelled(
-            "ns",
-            name,
-            &[("app", "web")],
-            vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
-            None,
-        ));
+        objs.pods.push(
+            labelled(
+                "ns",
+                name,
+                &[("app", "web")],
+                vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+                None,
+            )
+            .into(),
+        );
     }
     let mut s = snapshot(&objs);
     let mut f = filter_of(&s);
@@ -406,20 +422,18 @@ fn placements_and_their_undoing_in_the_session_move_the_counts() {
 #[test]
 fn an_eviction_in_the_session_stops_the_pod_counting() {
     let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
-    objs.pods.push(labelled(
-        "ns",
-        "victim",
-        &[("app", "web")],
-        vec![],
-        Some("node-a"),
-    ));
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web")],
-        vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
-        None,
-    ));
+    objs.pods
+        .push(labelled("ns", "victim", &[("app", "web")], vec![], Some("node-a")).into());
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "web")],
+            vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+            None,
+        )
+        .into(),
+    );
     let mut s = snapshot(&objs);
     let mut f = filter_of(&s);
     expect(answers(&f, &s, "p", &["node-a", "node-b"]), &[FAIL, None]);
@@ -446,19 +460,14 @@ fn nodes_missing_another_constraints_key_do_not_count() {
             .label(ZONE, "zone-a")
             .build(),
     );
-    objs.pods.push(labelled(
-        "ns",
-        "running",
-        &[("app", "web")],
-        vec![],
-        Some("node-a2"),
-    ));
+    objs.pods
+        .push(labelled("ns", "running", &[("app", "web")], vec![], Some("node-a2")).into());
     let both = vec![
         spread(1, ZONE, DO_NOT_SCHEDULE, "web"),
         spread(1, "kubernetes.io/hostname", DO_NOT_SCHEDULE, "web"),
     ];
     objs.pods
-        .push(labelled("ns", "p", &[("app", "web")], both, None));
+        .push(labelled("ns", "p", &[("app", "web")], both, None).into());
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a1", "node-b1"]),
@@ -467,13 +476,16 @@ fn nodes_missing_another_constraints_key_do_not_count() {
     // With the zone constraint alone, node-a2 counts: zone-a is one ahead.
     let mut objs = objs.clone();
     objs.pods.pop();
-    objs.pods.push(labelled(
-        "ns",
-        "p",
-        &[("app", "web")],
-        vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
-        None,
-    ));
+    objs.pods.push(
+        labelled(
+            "ns",
+            "p",
+            &[("app", "web")],
+            vec![spread(1, ZONE, DO_NOT_SCHEDULE, "web")],
+            None,
+        )
+        .into(),
+    );
     let s = snapshot(&objs);
     expect(
         answers(&filter_of(&s), &s, "p", &["node-a1", "node-b1"]),
@@ -484,15 +496,10 @@ fn nodes_missing_another_constraints_key_do_not_count() {
 #[test]
 fn listed_default_constraints_apply_to_pods_declaring_none() {
     let mut objs = zoned(&[("node-a", "zone-a"), ("node-b", "zone-b")]);
-    objs.pods.push(labelled(
-        "ns",
-        "running",
-        &[("app", "web")],
-        vec![],
-        Some("node-a"),
-    ));
     objs.pods
-        .push(labelled("ns", "p", &[("app", "web")], vec![], None));
+        .push(labelled("ns", "running", &[("app", "web")], vec![], Some("node-a")).into());
+    objs.pods
+        .push(labelled("ns", "p", &[("app", "web")], vec![], None).into());
     let s = snapshot(&objs);
     let args: Arguments = match serde_yaml_ng::from_str(
         "podtopologyspread.defaultingType: List\n\

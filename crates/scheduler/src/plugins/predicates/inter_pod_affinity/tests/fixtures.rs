@@ -109,7 +109,7 @@ pub(in crate::plugins) fn running(
     a: Option<Affinity>,
 ) {
     let p = pod(ns, name).cpu_milli(100).on(on).running().build();
-    objs.pods.push(labelled(p, l, a));
+    objs.pods.push(labelled(p, l, a).into());
 }
 
 /// The pod the verdicts are for: `ns/incoming`, pending in its own group.
@@ -125,7 +125,7 @@ pub(in crate::plugins) fn incoming(
         .cpu_milli(100)
         .group("incoming-group")
         .build();
-    objs.pods.push(labelled(p, l, a));
+    objs.pods.push(labelled(p, l, a).into());
 }
 
 /// The snapshot the cache makes of `objs`.

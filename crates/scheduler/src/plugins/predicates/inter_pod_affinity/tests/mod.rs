@@ -529,7 +529,8 @@ fn placements_undos_and_evictions_in_the_session_count() {
     let (pg, _) = gang("ns", "peer-group").min(1).build();
     objs.pod_groups.push(pg);
     let p = pod("ns", "peer").cpu_milli(100).group("peer-group").build();
-    objs.pods.push(labelled(p, &[("app", "web")], anti()));
+    objs.pods
+        .push(labelled(p, &[("app", "web")], anti()).into());
     let mut s = snapshot(&objs);
     let mut f = InterPodAffinity::new(&s);
     let verdict = |s: &Snapshot, f: &InterPodAffinity| verdicts(s, f, "incoming");
