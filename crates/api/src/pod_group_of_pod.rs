@@ -190,14 +190,16 @@ fn owner_references(pod: &Pod) -> Vec<OwnerReference> {
 /// Whether `pod` is bare: it names no PodGroup and no controller owns it (a workload's
 /// replicas share their owner's PodGroup). Whose scheduler it names is not looked at.
 pub fn is_bare_pod(pod: &Pod) -> bool {
-    let names_group = names_pod_group(pod);
-    let owned = pod
-        .metadata
+    !names_pod_group(pod) && !has_controlling_owner(pod)
+}
+
+/// Whether `pod` has a controlling owner (a ReplicaSet's, a StatefulSet's, a Job's pod).
+pub fn has_controlling_owner(pod: &Pod) -> bool {
+    pod.metadata
         .owner_references
         .iter()
         .flatten()
-        .any(|o| o.controller == Some(true));
-    !names_group && !owned
+        .any(|o| o.controller == Some(true))
 }
 
 /// Whether `pod` names its PodGroup (under either annotation Volcano reads).

@@ -255,13 +255,6 @@ impl ObjectStore {
             .map(Borrow::borrow)
     }
 
-    /// An object by identity, as the store holds it (for a pod: shared).
-    pub fn get_held<K: Stored>(&self, key: &NamespacedName) -> Option<&K::Held> {
-        K::index(self)
-            .position(key)
-            .and_then(|i| K::list(&self.objects).get(i))
-    }
-
     /// Where an object sits in its kind's list.
     pub fn position<K: Stored>(&self, key: &NamespacedName) -> Option<usize> {
         K::index(self).position(key)
@@ -309,9 +302,8 @@ impl ObjectStore {
         self.upsert_held::<K>(obj.hold())
     }
 
-    /// [`ObjectStore::upsert`] of an object as the store holds it: a pod the caller keeps a
-    /// share of.
-    pub fn upsert_held<K: Stored>(&mut self, mut obj: K::Held) -> WatchEvent {
+    /// [`ObjectStore::upsert`] of an object as the store holds it.
+    fn upsert_held<K: Stored>(&mut self, mut obj: K::Held) -> WatchEvent {
         if K::KIND.namespaced() && obj.borrow().meta().namespace.is_none() {
             K::held_mut(&mut obj).meta_mut().namespace =
                 Some(crate::object_ref::DEFAULT_NAMESPACE.to_string());

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use volcano_api::k8s_openapi;
-use volcano_api::pod_group_of_pod::pod_group_name;
+use volcano_api::pod_group_of_pod::{has_controlling_owner, pod_group_name};
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::{NamespacedName, ObjectKind, ObjectRef, Objects};
 
@@ -408,17 +408,17 @@ fn pod_group_changed(
     Ok(())
 }
 
-/// Whether job `j` is the PodGroup, shadow or object, of a bare pod among its tasks: it bears
-/// the name [`pod_group_name`] gives that pod. (A task's view of its pod keeps no owners, so
-/// the name is the pod's own, as a bare pod's is.)
+/// Whether job `j` is the PodGroup, shadow or object, of a bare pod among its tasks: a pod
+/// without a controlling owner (it may name the object the controller made for it) whose own
+/// PodGroup name, [`pod_group_name`], the job bears. A replicas' PodGroup is not one.
 fn holds_its_bare_pod(state: &Built, opts: &CacheOptions, j: JobId) -> bool {
     let snap = &state.snap;
     let job = snap.job(j);
     opts.shadow_pod_groups
-        && job
-            .tasks
-            .iter()
-            .any(|&t| pod_group_name(&snap.task(t).pod) == job.name)
+        && job.tasks.iter().any(|&t| {
+            let pod = &snap.task(t).pod;
+            !has_controlling_owner(pod) && pod_group_name(pod) == job.name
+        })
 }
 
 /// Puts job `info` at `k` in, keeping the tasks of the job it replaces; `None` (its queue is

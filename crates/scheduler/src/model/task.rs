@@ -142,8 +142,8 @@ pub struct TaskInfo {
     pub pod_scheduled: Option<Arc<PodCondition>>,
     /// kube-scheduler's non-zero (cpu, memory) request, for scoring.
     pub non_zero: (i64, i64),
-    /// The pod as plugins read it (identity, labels, annotations, placement constraints,
-    /// priority, start time; not its containers or volumes).
+    /// The pod itself, shared with the object store that holds it (in the runtime, the
+    /// watcher's slim copy: `cache::slim_pod`).
     pub pod: Arc<Pod>,
     /// Whether the task's last transaction in this session put it on a node (even if the
     /// statement was discarded later), for the gang's "schedulable" count.
