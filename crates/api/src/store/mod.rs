@@ -267,28 +267,23 @@ impl ObjectStore {
 
     /// The pods a Job owns, in the store's order.
     pub fn pods_of_job(&self, namespace: &str, job: &str) -> Vec<&Pod> {
-        self.in_order(self.indexes.pods.owned_by(namespace, job), |o| &o.pods)
-            .into_iter()
-            .map(|p| &**p)
-            .collect()
+        self.in_order::<Pod>(self.indexes.pods.owned_by(namespace, job))
     }
 
     /// The PodGroups of a queue, in the store's order.
     pub fn pod_groups_in_queue(&self, queue: &str) -> Vec<&PodGroup> {
-        self.in_order(self.indexes.pod_groups.owned_by("", queue), |o| {
-            &o.pod_groups
-        })
+        self.in_order::<PodGroup>(self.indexes.pod_groups.owned_by("", queue))
     }
 
-    fn in_order<'s, K>(
-        &'s self,
-        positions: impl Iterator<Item = usize>,
-        list: impl Fn(&'s Objects) -> &'s Vec<K>,
-    ) -> Vec<&'s K> {
+    /// The objects of kind `K` at `positions`, in the store's order.
+    fn in_order<K: Stored>(&self, positions: impl Iterator<Item = usize>) -> Vec<&K> {
         let mut at: Vec<usize> = positions.collect();
         at.sort_unstable();
-        let list = list(&self.objects);
-        at.into_iter().filter_map(|i| list.get(i)).collect()
+        let list = K::list(&self.objects);
+        at.into_iter()
+            .filter_map(|i| list.get(i))
+            .map(Borrow::borrow)
+            .collect()
     }
 
     fn record(&mut self, event: &WatchEvent) {
@@ -299,11 +294,7 @@ impl ObjectStore {
 
     /// Creates `obj`, or replaces the object of its identity; the event.
     pub fn upsert<K: Stored>(&mut self, obj: K) -> WatchEvent {
-        self.upsert_held::<K>(obj.hold())
-    }
-
-    /// [`ObjectStore::upsert`] of an object as the store holds it.
-    fn upsert_held<K: Stored>(&mut self, mut obj: K::Held) -> WatchEvent {
+        let mut obj = obj.hold();
         if K::KIND.namespaced() && obj.borrow().meta().namespace.is_none() {
             K::held_mut(&mut obj).meta_mut().namespace =
                 Some(crate::object_ref::DEFAULT_NAMESPACE.to_string());

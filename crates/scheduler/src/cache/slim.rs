@@ -137,7 +137,8 @@ fn fold_into_overhead(spec: &mut PodSpec) {
     if !foldable {
         return;
     }
-    let Some(c) = spec.containers.pop() else {
+    // Taken, not popped: the emptied list lets go of its 2 KB buffer too.
+    let Some(c) = std::mem::take(&mut spec.containers).pop() else {
         return;
     };
     let (limits, requests) = c
@@ -147,7 +148,6 @@ fn fold_into_overhead(spec: &mut PodSpec) {
     let mut asked: ResourceList = limits.unwrap_or_default();
     asked.extend(requests.unwrap_or_default());
     spec.overhead = (!asked.is_empty()).then_some(asked);
-    spec.containers = Vec::new();
 }
 
 #[cfg(test)]
