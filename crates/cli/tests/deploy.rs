@@ -11,6 +11,7 @@ use std::process::Command;
 
 use serde::Deserialize;
 use serde_json::Value;
+use volcano_controllers::admission::REPLICA_LABELS;
 use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 
 /// What the scheduler Deployment runs (after the `volcano` entry point).
@@ -621,6 +622,21 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
                     "{name}: the webhook's own pods must start without it"
                 );
             }
+        }
+        if name.contains("-pods-") {
+            // Only replicas are sent, one entry per replica label, as the in-process admission
+            // of `volcano up` sends them.
+            let selected: Vec<&str> = conf["webhooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| {
+                    let e = &h["objectSelector"]["matchExpressions"][0];
+                    assert_eq!(e["operator"], "Exists", "{name}");
+                    e["key"].as_str().unwrap()
+                })
+                .collect();
+            assert_eq!(selected, REPLICA_LABELS, "{name}");
         }
     }
 }

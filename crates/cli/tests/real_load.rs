@@ -265,7 +265,8 @@ async fn measure() {
 }
 
 /// kube-scheduler's figures for the same load, to set ours against: `kube-scheduler` from
-/// `KUBEBUILDER_ASSETS` (beside kube-apiserver) on its own real control plane, its client
+/// `KUBEBUILDER_ASSETS` (beside kube-apiserver) on its own real control plane, as user
+/// `system:kube-scheduler` (authorized by RBAC, as ours is), its client
 /// rate limit raised out of the way (`--kube-api-qps 1000`) as ours has none, and `volcano load
 /// --scheduler-name default-scheduler` with `VOLCANO_LOAD_ARGS`. Run by hand, as `measure`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,9 +286,11 @@ async fn measure_kube_scheduler() {
     };
     let plane = RealControlPlane::start(&assets).await.unwrap();
     let admin = plane.kubeconfig_path();
+    let own = plane.dir().join("kube-scheduler.kubeconfig");
+    std::fs::write(&own, plane.kube_scheduler_kubeconfig()).unwrap();
     let log = std::fs::File::create(plane.dir().join("kube-scheduler.log")).unwrap();
     let mut scheduler = Command::new(bin)
-        .arg(format!("--kubeconfig={}", admin.display()))
+        .arg(format!("--kubeconfig={}", own.display()))
         .args([
             "--leader-elect=false",
             "--secure-port=0",

@@ -18,6 +18,7 @@ pub mod exposition;
 pub mod leader;
 pub mod metrics;
 pub mod mirror;
+pub mod protobuf;
 pub mod reflect;
 pub mod scheduler;
 pub mod serve;

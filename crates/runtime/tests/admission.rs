@@ -247,18 +247,25 @@ async fn invalid_objects_are_refused_with_volcanos_messages(c: Cluster) {
     assert_eq!(created.spec.max_retry, Some(3));
 
     let pods: Api<Pod> = Api::namespaced(c.client(), "default");
+    let bad_budget = json!({"volcano.sh/jdb-min-available": "150%"});
+    let mut replica = pod("budget", bad_budget.clone());
+    replica.metadata.labels = Some([("pod-template-hash".to_string(), "7d4b9".to_string())].into());
     let why = refused(
-        pods.create(
-            &PostParams::default(),
-            &pod("budget", json!({"volcano.sh/jdb-min-available": "150%"})),
-        )
-        .await,
-        "a pod with a bad disruption budget",
+        pods.create(&PostParams::default(), &replica).await,
+        "a Deployment's pod with a bad disruption budget",
     );
     assert!(
         why.contains("admission webhook \"validatepod.volcano.sh\" denied the request: invalid value <\"150%\"> for volcano.sh/jdb-min-available"),
         "{why}"
     );
+    // A bare pod is sent to no pod webhook (each would cost the API server a conversion of the
+    // pod): its budget, which governs no other pod, is carried unchecked.
+    pods.create(&PostParams::default(), &pod("bare-budget", bad_budget))
+        .await
+        .expect("a bare pod is not sent to the pod webhooks");
+    pods.delete("bare-budget", &DeleteParams::default())
+        .await
+        .unwrap();
 }
 
 both_tiers!(

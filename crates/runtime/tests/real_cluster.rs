@@ -3,7 +3,8 @@
 //! a lasting reason is told on the Job at once, a RestartJob of an `svc` Job does not stall,
 //! protected queues stay, a Deployment's pods share one PodGroup that passes
 //! `OwnerReferencesPermissionEnforcement` and a Deployment asking for a gang binds whole or not
-//! at all, and the runtime is back within seconds of an API server outage.
+//! at all, the runtime is back within seconds of an API server outage, and an event repeated is
+//! one event counting its series (created in protobuf on a real server, JSON on ours).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -558,3 +559,57 @@ async fn a_job_created_right_after_an_api_server_outage_is_bound_within_five_sec
     sched.stop().await;
     ctl.stop().await;
 }
+
+async fn a_repeated_event_is_one_event_counting_its_series(cluster: Cluster) {
+    use volcano_api::k8s_openapi::api::core::v1::ObjectReference;
+    use volcano_api::k8s_openapi::api::events::v1::Event;
+    use volcano_runtime::events::recorder::{Note, Recorder, Reporter};
+
+    let client = cluster.client();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "volcano".into(),
+            instance: "volcano-0".into(),
+            action: "Scheduling".into(),
+        },
+    );
+    let regarding = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some("default".into()),
+        name: Some("waiting-0".into()),
+        ..ObjectReference::default()
+    };
+    let note = Note {
+        type_: "Warning",
+        reason: "FailedScheduling",
+        note: "0/3 nodes are unavailable: 3 Insufficient cpu.",
+        regarding: &regarding,
+    };
+    for _ in 0..3 {
+        recorder.publish(&note).await.unwrap();
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let ours: Vec<Event> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("waiting-0"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let e = &ours[0];
+    assert_eq!(e.reason.as_deref(), Some("FailedScheduling"));
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    assert_eq!(e.reporting_controller.as_deref(), Some("volcano"));
+    assert_eq!(e.note.as_deref(), note.note.into());
+    assert_eq!(e.series.as_ref().map(|s| s.count), Some(3));
+}
+
+both_tiers!(
+    a_repeated_event_is_one_event_counting_its_series,
+    1,
+    super::a_repeated_event_is_one_event_counting_its_series
+);

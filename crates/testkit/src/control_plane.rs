@@ -19,6 +19,11 @@ use crate::{Assets, HarnessError};
 /// The administrator's bearer token (a test secret, valid only on loopback).
 const ADMIN_TOKEN: &str = "volcano-rs-test-admin";
 
+/// The bearer token of user `system:kube-scheduler`, whom Kubernetes' default RBAC binds to the
+/// kube-scheduler's roles: kube-scheduler run beside ours is authorized as on a real cluster,
+/// not as an administrator (whose requests skip RBAC).
+const KUBE_SCHEDULER_TOKEN: &str = "volcano-rs-test-kube-scheduler";
+
 /// How long a component is given to become ready.
 const READY_SECS: u64 = 60;
 
@@ -95,7 +100,10 @@ impl RealControlPlane {
         let tokens = path.join("tokens.csv");
         write(
             &tokens,
-            &format!("{ADMIN_TOKEN},admin,admin-uid,system:masters\n"),
+            &format!(
+                "{ADMIN_TOKEN},admin,admin-uid,system:masters\n\
+                 {KUBE_SCHEDULER_TOKEN},system:kube-scheduler,kube-scheduler-uid\n"
+            ),
         )?;
         let apiserver = Process::start(
             "kube-apiserver",
@@ -172,6 +180,11 @@ impl RealControlPlane {
     /// Where [`RealControlPlane::kubeconfig`] is written.
     pub fn kubeconfig_path(&self) -> PathBuf {
         self.dir.path().join("admin.kubeconfig")
+    }
+
+    /// A kubeconfig of user `system:kube-scheduler`, for kube-scheduler.
+    pub fn kube_scheduler_kubeconfig(&self) -> String {
+        kubeconfig_with_token(&self.url, "system:kube-scheduler", KUBE_SCHEDULER_TOKEN)
     }
 
     /// A client of the administrator.

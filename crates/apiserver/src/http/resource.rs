@@ -106,7 +106,7 @@ async fn dispatch(
         (&Method::GET, false, None) => req.list(wants_table),
         (&Method::GET, true, None | Some("status")) => req.get(wants_table),
         (&Method::POST, false, None) => req.create(header_str(header::CONTENT_TYPE), body),
-        (&Method::POST, true, Some("binding")) => req.bind(body),
+        (&Method::POST, true, Some("binding")) => req.bind(header_str(header::CONTENT_TYPE), body),
         (&Method::POST, true, Some("eviction")) => req.evict(body),
         (&Method::PUT, true, None | Some("status")) => {
             req.update(header_str(header::CONTENT_TYPE), body)
@@ -380,8 +380,8 @@ impl Request<'_> {
         })))
     }
 
-    fn bind(&self, body: &[u8]) -> Result<Response, ApiError> {
-        let binding = parse_body("application/json", body)?;
+    fn bind(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        let binding = parse_body(content_type, body)?;
         let ns = self.ns().unwrap_or("");
         self.state
             .store

@@ -1,8 +1,9 @@
 //! Volcano's admission webhooks, run in process with the rules of
 //! `volcano_controllers::admission::review`, the same the webhook server answers with on a
-//! cluster: Jobs, Queues and PodGroups are defaulted and validated, pods' budget annotations
-//! checked. A refused object is not stored, and the client gets the error a cluster running
-//! Volcano's webhooks gives: 400, "admission webhook ... denied the request: <reason>".
+//! cluster: Jobs, Queues and PodGroups are defaulted and validated, replicas' budget annotations
+//! checked (only pods the API server would send: `is_sent_to_pod_webhooks`). A refused object
+//! is not stored, and the client gets the error a cluster running Volcano's webhooks gives: 400,
+//! "admission webhook ... denied the request: <reason>".
 //!
 //! Unlike Volcano, whose mutating webhook runs on create only, Job defaults are applied on
 //! update too. Otherwise a second `kubectl apply` of an unchanged Job file is refused: kubectl
@@ -13,7 +14,8 @@ use serde_json::Value;
 use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict,
+    is_sent_to_pod_webhooks, review,
 };
 
 use super::Store;
@@ -65,6 +67,11 @@ impl Store {
             let registered = endpoint.operations().contains(&operation)
                 || (endpoint == Endpoint::JobsMutate && operation == Operation::Update);
             if group != kind.group || resource != kind.resource || !registered {
+                continue;
+            }
+            // The pod webhooks' objectSelector, as on a cluster.
+            let pod_webhook = matches!(endpoint, Endpoint::PodsMutate | Endpoint::PodsValidate);
+            if pod_webhook && !object.as_deref().is_some_and(is_sent_to_pod_webhooks) {
                 continue;
             }
             let request = Request {

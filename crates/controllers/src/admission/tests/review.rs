@@ -6,7 +6,8 @@ use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 
 use crate::admission::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, REPLICA_LABELS, Request, Verdict,
+    is_sent_to_pod_webhooks, review,
 };
 
 /// Queues as a webhook's cache holds them.
@@ -302,6 +303,23 @@ fn pods_of_volcano_set_one_sane_budget() {
     assert!(matches!(
         create(Endpoint::PodsValidate, pod(both, "default-scheduler")),
         Verdict::Allowed(_)
+    ));
+}
+
+#[test]
+fn only_replicas_are_sent_to_the_pod_webhooks() {
+    let with_labels = |labels: Value| json!({"metadata": {"name": "p", "labels": labels}});
+    for key in REPLICA_LABELS {
+        assert!(
+            is_sent_to_pod_webhooks(&with_labels(json!({key: "x"}))),
+            "{key}"
+        );
+    }
+    assert!(!is_sent_to_pod_webhooks(&with_labels(
+        json!({"app": "web"})
+    )));
+    assert!(!is_sent_to_pod_webhooks(
+        &json!({"metadata": {"name": "bare"}})
     ));
 }
 

@@ -11,6 +11,7 @@
 //! that changes nothing on the object is not written at all.
 
 mod assumed;
+mod binding;
 mod pods;
 mod status;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, EvictParams, Patch, PatchParams};
 use kube::{Client, Error as KubeError};
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
@@ -18,6 +18,7 @@ use volcano_scheduler::model::gpu;
 use volcano_scheduler::model::storage::{BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE};
 
 use super::Outcome;
+use super::binding::Binder;
 use crate::events::EventSink;
 
 /// One pod's bind and what precedes it.
@@ -39,6 +40,7 @@ pub struct BindJob {
 pub struct PodWrites {
     client: Client,
     permits: Arc<Semaphore>,
+    binder: Arc<Binder>,
     events: EventSink,
     outcomes: mpsc::UnboundedSender<Outcome>,
 }
@@ -54,6 +56,7 @@ impl PodWrites {
         PodWrites {
             client,
             permits: Arc::new(Semaphore::new(limit.max(1))),
+            binder: Arc::default(),
             events,
             outcomes,
         }
@@ -102,21 +105,10 @@ impl PodWrites {
                 return Err(format!("could not bind the claim {claim}: {e}"));
             }
         }
-        let binding = json!({
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": job.key.name, "namespace": job.key.namespace},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": job.node},
-        });
-        pods.create_subresource::<serde_json::Value, serde_json::Value>(
-            "binding",
-            &job.key.name,
-            &PostParams::default(),
-            &binding,
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+        self.binder
+            .bind(&self.client, &job.key.namespace, &job.key.name, &job.node)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Starts an eviction; `events` (its `Evict` event) are recorded once it is made.

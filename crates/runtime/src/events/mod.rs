@@ -1,6 +1,6 @@
 //! Events through `events.k8s.io/v1`. The components decide events only on transitions;
-//! repeats of one event from this process are aggregated into its series (kube-rs's
-//! recorder), never created anew. Publishing runs on its own workers behind a backlog, so a
+//! repeats of one event from this process are aggregated into its series ([`recorder`]),
+//! never created anew. Publishing runs on its own workers behind a backlog, so a
 //! slow API server never holds up a session. The backlog never drops an event: an event
 //! repeated while it waits is taken into the waiting one (its latest message kept), and once
 //! the backlog is full, new events are combined with the waiting ones of the same kind,
@@ -11,11 +11,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
 use tokio::sync::Notify;
 use volcano_api::event::{Event, EventType};
 use volcano_api::k8s_openapi::api::core::v1::ObjectReference;
 use volcano_api::{ObjectKind, ObjectRef};
+
+pub mod recorder;
+
+use recorder::{Note, Recorder, Reporter};
 
 /// Distinct events waiting to be written; past this, new ones are combined with similar
 /// waiting ones.
@@ -137,27 +140,28 @@ impl EventSink {
             backlog: Arc::default(),
             wake: Arc::new(Notify::new()),
         };
-        let recorder = Recorder::new(
-            client,
-            Reporter {
-                controller: controller.to_string(),
-                instance: Some(instance.to_string()),
-            },
-        );
         let action = if controller.contains("scheduler") {
             "Scheduling"
         } else {
             "Reconciling"
         };
+        let recorder = Arc::new(Recorder::new(
+            client,
+            Reporter {
+                controller: controller.to_string(),
+                instance: instance.to_string(),
+                action: action.to_string(),
+            },
+        ));
         for _ in 0..PUBLISHERS {
             let sink = sink.clone();
-            let recorder = recorder.clone();
-            tokio::spawn(async move { sink.publish(recorder, action).await });
+            let recorder = Arc::clone(&recorder);
+            tokio::spawn(async move { sink.publish(&recorder).await });
         }
         sink
     }
 
-    async fn publish(self, recorder: Recorder, action: &'static str) {
+    async fn publish(self, recorder: &Recorder) {
         loop {
             let next = self.backlog.lock().ok().and_then(|mut b| b.next());
             let Some((w, combined)) = next else {
@@ -171,17 +175,17 @@ impl EventSink {
             } else {
                 e.message.clone()
             };
-            let ev = KubeEvent {
+            let note = truncate(&note, 1024);
+            let ev = Note {
                 type_: match e.type_ {
-                    EventType::Normal => KubeEventType::Normal,
-                    EventType::Warning => KubeEventType::Warning,
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
                 },
-                reason: e.reason.clone(),
-                note: Some(truncate(&note, 1024)),
-                action: action.to_string(),
-                secondary: None,
+                reason: &e.reason,
+                note: &note,
+                regarding: &r,
             };
-            if let Err(err) = recorder.publish(&ev, &r).await {
+            if let Err(err) = recorder.publish(&ev).await {
                 tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
             }
         }
