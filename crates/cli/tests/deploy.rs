@@ -625,18 +625,30 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
         }
         if name.contains("-pods-") {
             // Only replicas are sent, one entry per replica label, as the in-process admission
-            // of `volcano up` sends them.
-            let selected: Vec<&str> = conf["webhooks"]
-                .as_array()
-                .unwrap()
+            // of `volcano up` sends them; the entries differ in nothing else.
+            let hooks = conf["webhooks"].as_array().unwrap();
+            let selected: Vec<&str> = hooks
                 .iter()
                 .map(|h| {
-                    let e = &h["objectSelector"]["matchExpressions"][0];
-                    assert_eq!(e["operator"], "Exists", "{name}");
-                    e["key"].as_str().unwrap()
+                    let exprs = h["objectSelector"]["matchExpressions"].as_array().unwrap();
+                    assert_eq!(exprs.len(), 1, "{name}");
+                    assert_eq!(exprs[0]["operator"], "Exists", "{name}");
+                    exprs[0]["key"].as_str().unwrap()
                 })
                 .collect();
             assert_eq!(selected, REPLICA_LABELS, "{name}");
+            let names: BTreeSet<&str> = hooks.iter().map(|h| h["name"].as_str().unwrap()).collect();
+            assert_eq!(names.len(), hooks.len(), "{name}: webhook names are unique");
+            let rest = |h: &Value| {
+                let mut h = h.clone();
+                let o = h.as_object_mut().unwrap();
+                o.remove("name");
+                o.remove("objectSelector");
+                h
+            };
+            for h in &hooks[1..] {
+                assert_eq!(rest(h), rest(&hooks[0]), "{name}");
+            }
         }
     }
 }

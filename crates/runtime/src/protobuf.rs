@@ -84,29 +84,30 @@ pub struct ProtobufWriter {
 }
 
 impl ProtobufWriter {
-    /// POSTs to `path` the body `protobuf` ([`envelope`]), or `json()` to a server that does
+    /// POSTs to `path` the body `protobuf()` ([`envelope`]), or `json()` to a server that does
     /// not decode protobuf. The answer is asked for in JSON, so an error reads as one.
     pub async fn post(
         &self,
         client: &Client,
         path: &str,
-        protobuf: Vec<u8>,
-        json: impl FnOnce() -> Vec<u8>,
+        protobuf: impl FnOnce() -> Vec<u8>,
+        json: impl FnOnce() -> Result<Vec<u8>, kube::Error>,
     ) -> Result<(), kube::Error> {
         if !self.json_only.load(Ordering::Relaxed) {
-            match send(client, path, PROTOBUF, protobuf).await {
-                Err(kube::Error::Api(s)) if s.code == 415 => {}
+            match send(client, path, PROTOBUF, protobuf()).await {
+                Err(kube::Error::Api(s)) if s.code == 415 => {
+                    // The 415 itself says the server cannot decode protobuf, whatever the JSON
+                    // write then meets.
+                    self.json_only.store(true, Ordering::Relaxed);
+                    tracing::info!(
+                        path,
+                        "the API server does not decode protobuf: writing JSON"
+                    );
+                }
                 other => return other,
             }
-            send(client, path, "application/json", json()).await?;
-            tracing::info!(
-                path,
-                "the API server does not decode protobuf: writing JSON"
-            );
-            self.json_only.store(true, Ordering::Relaxed);
-            return Ok(());
         }
-        send(client, path, "application/json", json()).await
+        send(client, path, "application/json", json()?).await
     }
 }
 

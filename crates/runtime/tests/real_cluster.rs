@@ -586,6 +586,8 @@ async fn a_repeated_event_is_one_event_counting_its_series(cluster: Cluster) {
         reason: "FailedScheduling",
         note: "0/3 nodes are unavailable: 3 Insufficient cpu.",
         regarding: &regarding,
+        count: 1,
+        combined: false,
     };
     for _ in 0..3 {
         recorder.publish(&note).await.unwrap();

@@ -7,7 +7,7 @@
 //! namespace and reason, as Kubernetes' own event aggregator combines similar events. Memory
 //! stays bounded whatever the rate.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
@@ -48,6 +48,9 @@ struct Waiting {
 struct Backlog {
     order: VecDeque<Same>,
     waiting: HashMap<Same, Waiting>,
+    /// Events being written: a repeat of one waits until it is written, so one event is never
+    /// created twice and its series never counts backwards.
+    writing: HashSet<Same>,
 }
 
 impl Backlog {
@@ -86,11 +89,20 @@ impl Backlog {
         }
     }
 
-    /// The oldest waiting event, with whether it combines similar events.
-    fn next(&mut self) -> Option<(Waiting, bool)> {
-        let key = self.order.pop_front()?;
+    /// The oldest waiting event not being written already, with its key; the key counts as
+    /// being written until [`Backlog::written`].
+    fn next(&mut self) -> Option<(Same, Waiting)> {
+        let at = self.order.iter().position(|k| !self.writing.contains(k))?;
+        let key = self.order.remove(at)?;
         let w = self.waiting.remove(&key)?;
-        Some((w, matches!(key, Same::Similar(..))))
+        self.writing.insert(key.clone());
+        Some((key, w))
+    }
+
+    /// `key` is written; whether a repeat of it waits.
+    fn written(&mut self, key: &Same) -> bool {
+        self.writing.remove(key);
+        self.waiting.contains_key(key)
     }
 }
 
@@ -164,30 +176,41 @@ impl EventSink {
     async fn publish(self, recorder: &Recorder) {
         loop {
             let next = self.backlog.lock().ok().and_then(|mut b| b.next());
-            let Some((w, combined)) = next else {
+            let Some((key, w)) = next else {
                 self.wake.notified().await;
                 continue;
             };
-            let e = w.event;
-            let r = reference(&e.object, w.uid);
-            let note = if combined && w.count > 1 {
-                format!("(combined from {} similar events): {}", w.count, e.message)
-            } else {
-                e.message.clone()
-            };
-            let note = truncate(&note, 1024);
-            let ev = Note {
-                type_: match e.type_ {
-                    EventType::Normal => "Normal",
-                    EventType::Warning => "Warning",
-                },
-                reason: &e.reason,
-                note: &note,
-                regarding: &r,
-            };
-            if let Err(err) = recorder.publish(&ev).await {
-                tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
+            self.write(recorder, matches!(key, Same::Similar(..)), w)
+                .await;
+            let repeat_waits = self.backlog.lock().is_ok_and(|mut b| b.written(&key));
+            if repeat_waits {
+                self.wake.notify_one();
             }
+        }
+    }
+
+    async fn write(&self, recorder: &Recorder, combined: bool, w: Waiting) {
+        let e = w.event;
+        let r = reference(&e.object, w.uid);
+        let note = if combined && w.count > 1 {
+            format!("(combined from {} similar events): {}", w.count, e.message)
+        } else {
+            e.message.clone()
+        };
+        let note = truncate(&note, 1024);
+        let ev = Note {
+            type_: match e.type_ {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            },
+            reason: &e.reason,
+            note: &note,
+            regarding: &r,
+            count: w.count,
+            combined,
+        };
+        if let Err(err) = recorder.publish(&ev).await {
+            tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
         }
     }
 
@@ -256,7 +279,9 @@ mod tests {
         b.take(event("p0", "Scheduled", "to n0 again"), None);
         let mut seen = 0;
         let mut combined = Vec::new();
-        while let Some((w, similar)) = b.next() {
+        while let Some((key, w)) = b.next() {
+            b.written(&key);
+            let similar = matches!(key, Same::Similar(..));
             seen += w.count;
             if similar {
                 combined.push(w);
@@ -269,6 +294,23 @@ mod tests {
         assert_eq!(combined.len(), 1);
         assert_eq!(combined[0].count, 500);
         assert_eq!(combined[0].event.message, format!("to n{}", n - 1));
+    }
+
+    #[test]
+    fn a_repeat_of_an_event_being_written_waits_for_it() {
+        let mut b = Backlog::default();
+        b.take(event("p0", "FailedScheduling", "first"), None);
+        let (key, _) = b.next().expect("the first is handed out");
+        b.take(event("p0", "FailedScheduling", "again"), None);
+        b.take(event("p1", "FailedScheduling", "other"), None);
+        // Not the repeat of p0 while p0 is being written: p1, waiting behind it, goes first.
+        let (other, w) = b.next().expect("p1 is handed out");
+        assert_eq!(w.event.object.key.name, "p1");
+        assert!(b.next().is_none(), "p0's repeat waits");
+        assert!(!b.written(&other));
+        assert!(b.written(&key), "p0's repeat waits to be written");
+        let (_, w) = b.next().expect("then p0's repeat");
+        assert_eq!(w.event.message, "again");
     }
 
     #[test]

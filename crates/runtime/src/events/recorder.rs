@@ -20,6 +20,10 @@ use crate::protobuf::{Message, ProtobufWriter, envelope};
 /// recorders do.
 pub const SERIES_TTL: Duration = Duration::from_secs(6 * 60);
 
+/// Series remembered at most; past this (after forgetting those past their time), a new event
+/// starts no series, so memory stays bounded whatever the rate.
+const MAX_SERIES: usize = 16 * 1024;
+
 /// Who reports: the component, its instance, and the action its events are about.
 #[derive(Debug, Clone)]
 pub struct Reporter {
@@ -42,6 +46,10 @@ pub struct Note<'a> {
     pub note: &'a str,
     /// The object it is about.
     pub regarding: &'a ObjectReference,
+    /// Occurrences this write stands for (repeats taken in while it waited).
+    pub count: u64,
+    /// Whether it combines similar events about several objects: always a new event.
+    pub combined: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -69,18 +77,39 @@ struct Series {
 }
 
 impl Series {
-    /// Forgets series past their time, at most every few seconds (not on every event).
+    /// Forgets series past their time, at most every few seconds (not on every event) unless
+    /// the map is full.
     fn prune(&mut self, now: Instant) {
-        if self
+        let recently = self
             .pruned
-            .is_some_and(|p| now.duration_since(p) < Duration::from_secs(10))
-        {
+            .is_some_and(|p| now.duration_since(p) < Duration::from_secs(10));
+        if recently && self.written.len() < MAX_SERIES {
             return;
         }
         self.pruned = Some(now);
         self.written
             .retain(|_, w| now.duration_since(w.last) < SERIES_TTL);
     }
+
+    /// The event of `key`'s series and its count, if one is running.
+    fn running(&mut self, key: &SeriesKey, now: Instant) -> Option<(String, String, i32)> {
+        self.prune(now);
+        let w = self.written.get(key)?;
+        Some((w.namespace.clone(), w.name.clone(), w.count))
+    }
+
+    /// Records `key`'s series at `count` (starting it if there is room).
+    fn record(&mut self, key: SeriesKey, written: Written) {
+        self.prune(written.last);
+        if self.written.len() < MAX_SERIES || self.written.contains_key(&key) {
+            self.written.insert(key, written);
+        }
+    }
+}
+
+/// `n` occurrences as a series count.
+fn occurrences(n: u64) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// Writes events for one reporter.
@@ -102,7 +131,8 @@ impl Recorder {
         }
     }
 
-    /// Writes `e`: a new event, or the next of its series.
+    /// Writes `e`: a new event, or the next of its series. The caller writes one key at a time
+    /// (the backlog holds a repeat back while its event is being written).
     pub async fn publish(&self, e: &Note<'_>) -> Result<(), KubeError> {
         let key = SeriesKey {
             kind: e.regarding.kind.clone(),
@@ -113,16 +143,36 @@ impl Recorder {
             type_: e.type_.to_string(),
         };
         let now = Instant::now();
-        let repeat = self.series.lock().ok().and_then(|mut s| {
-            s.prune(now);
-            let w = s.written.get_mut(&key)?;
-            w.count += 1;
-            w.last = now;
-            Some((w.namespace.clone(), w.name.clone(), w.count))
-        });
-        if let Some((namespace, name, count)) = repeat {
-            match self.patch_series(&namespace, &name, count).await {
-                // The event is gone (expired or deleted): start anew.
+        let running = if e.combined {
+            None
+        } else {
+            self.series
+                .lock()
+                .ok()
+                .and_then(|mut s| s.running(&key, now))
+        };
+        if let Some((namespace, name, count)) = running {
+            let count = count.saturating_add(occurrences(e.count));
+            let patched = self.patch_series(&namespace, &name, count).await;
+            let kept = patched.is_ok();
+            if let Ok(mut s) = self.series.lock() {
+                if kept {
+                    let last = now;
+                    s.record(
+                        key.clone(),
+                        Written {
+                            namespace,
+                            name,
+                            count,
+                            last,
+                        },
+                    );
+                } else {
+                    // Gone (404: expired or deleted) or refused: the next repeat starts anew.
+                    s.written.remove(&key);
+                }
+            }
+            match patched {
                 Err(KubeError::Api(s)) if s.code == 404 => {}
                 other => return other,
             }
@@ -131,17 +181,23 @@ impl Recorder {
         let namespace = event.metadata.namespace.clone().unwrap_or_default();
         let name = event.metadata.name.clone().unwrap_or_default();
         let path = format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events");
-        let body = protobuf_body(&event);
-        let json = || serde_json::to_vec(&event).unwrap_or_default();
-        self.writer.post(&self.client, &path, body, json).await?;
-        if let Ok(mut s) = self.series.lock() {
-            let written = Written {
-                namespace,
-                name,
-                count: 1,
-                last: now,
-            };
-            s.written.insert(key, written);
+        let json = || serde_json::to_vec(&event).map_err(KubeError::SerdeError);
+        self.writer
+            .post(&self.client, &path, || protobuf_body(&event), json)
+            .await?;
+        if !e.combined
+            && let Ok(mut s) = self.series.lock()
+        {
+            let count = occurrences(e.count.max(1));
+            s.record(
+                key,
+                Written {
+                    namespace,
+                    name,
+                    count,
+                    last: now,
+                },
+            );
         }
         Ok(())
     }
@@ -293,5 +349,33 @@ mod tests {
         s.prune(start + SERIES_TTL + Duration::from_secs(1));
         assert!(!s.written.contains_key(&key("old")));
         assert!(s.written.contains_key(&key("new")));
+    }
+
+    #[test]
+    fn a_full_map_starts_no_new_series_but_keeps_counting_its_own() {
+        let mut s = Series::default();
+        let now = Instant::now();
+        let key = |i: usize| SeriesKey {
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some(format!("p{i}")),
+            uid: None,
+            reason: "Scheduled".into(),
+            type_: "Normal".into(),
+        };
+        let written = |count| Written {
+            namespace: "ns".into(),
+            name: "e".into(),
+            count,
+            last: now,
+        };
+        for i in 0..MAX_SERIES {
+            s.record(key(i), written(1));
+        }
+        s.record(key(MAX_SERIES), written(1));
+        assert_eq!(s.written.len(), MAX_SERIES);
+        assert!(s.running(&key(MAX_SERIES), now).is_none());
+        s.record(key(0), written(5));
+        assert_eq!(s.running(&key(0), now).map(|r| r.2), Some(5));
     }
 }

@@ -44,9 +44,13 @@ impl Binder {
         node: &str,
     ) -> Result<(), kube::Error> {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{name}/binding");
-        let body = protobuf_body(namespace, name, node);
         self.writer
-            .post(client, &path, body, || json_body(namespace, name, node))
+            .post(
+                client,
+                &path,
+                || protobuf_body(namespace, name, node),
+                || Ok(json_body(namespace, name, node)),
+            )
             .await
     }
 }
