@@ -1,7 +1,7 @@
 //! Volcano's admission webhooks, run in process with the rules of
 //! `volcano_controllers::admission::review`, the same the webhook server answers with on a
 //! cluster: Jobs, Queues and PodGroups are defaulted and validated, replicas' budget annotations
-//! checked (only pods the API server would send: `is_sent_to_pod_webhooks`). A refused object
+//! checked (only objects the API server would send: `Endpoint::is_sent`). A refused object
 //! is not stored, and the client gets the error a cluster running Volcano's webhooks gives: 400,
 //! "admission webhook ... denied the request: <reason>".
 //!
@@ -14,8 +14,7 @@ use serde_json::Value;
 use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 use volcano_controllers::admission::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict,
-    is_sent_to_pod_webhooks, review,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Request, Verdict, review,
 };
 
 use super::Store;
@@ -66,12 +65,11 @@ impl Store {
             // Job defaults apply on update too (see the module's note).
             let registered = endpoint.operations().contains(&operation)
                 || (endpoint == Endpoint::JobsMutate && operation == Operation::Update);
-            if group != kind.group || resource != kind.resource || !registered {
-                continue;
-            }
-            // The pod webhooks' objectSelector, as on a cluster.
-            let pod_webhook = matches!(endpoint, Endpoint::PodsMutate | Endpoint::PodsValidate);
-            if pod_webhook && !object.as_deref().is_some_and(is_sent_to_pod_webhooks) {
+            if group != kind.group
+                || resource != kind.resource
+                || !registered
+                || !endpoint.is_sent(object.as_deref())
+            {
                 continue;
             }
             let request = Request {

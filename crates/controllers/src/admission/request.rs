@@ -118,6 +118,18 @@ impl Endpoint {
         }
     }
 
+    /// Whether the API server sends it `object`, by our configurations' `objectSelector`: the
+    /// pod endpoints are sent replicas only ([`super::is_sent_to_pod_webhooks`]), the others
+    /// every object of their resource.
+    pub fn is_sent(self, object: Option<&Value>) -> bool {
+        match self {
+            Endpoint::PodsMutate | Endpoint::PodsValidate => {
+                object.is_some_and(super::is_sent_to_pod_webhooks)
+            }
+            _ => true,
+        }
+    }
+
     /// The operations it is registered for, as Volcano registers it.
     pub fn operations(self) -> &'static [Operation] {
         match self {

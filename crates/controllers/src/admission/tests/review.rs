@@ -318,9 +318,14 @@ fn only_replicas_are_sent_to_the_pod_webhooks() {
     assert!(!is_sent_to_pod_webhooks(&with_labels(
         json!({"app": "web"})
     )));
-    assert!(!is_sent_to_pod_webhooks(
-        &json!({"metadata": {"name": "bare"}})
-    ));
+    let bare = json!({"metadata": {"name": "bare"}});
+    assert!(!is_sent_to_pod_webhooks(&bare));
+    assert!(!Endpoint::PodsValidate.is_sent(Some(&bare)));
+    assert!(!Endpoint::PodsMutate.is_sent(Some(&bare)));
+    let replica = with_labels(json!({"pod-template-hash": "7d4b9"}));
+    assert!(Endpoint::PodsValidate.is_sent(Some(&replica)));
+    // Other endpoints are sent every object of their resource.
+    assert!(Endpoint::JobsMutate.is_sent(Some(&bare)));
 }
 
 /// The pod as admitted: `object` with the pod mutating webhook's patch applied.
