@@ -31,11 +31,14 @@ mod tests;
 
 pub use hyper_node::validate_hyper_node;
 pub use mutate::{DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_SCHEDULER, default_job};
-pub use pod::{REPLICA_LABELS, is_sent_to_pod_webhooks, validate_pod};
+pub use pod::validate_pod;
 pub use podgroup::validate_podgroup;
 pub use queue::{default_queue, validate_queue};
 pub use queue_delete::check_queue_deletion;
-pub use request::{AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, Request, Verdict};
+pub use request::{
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, REPLICA_LABELS, Request, Verdict,
+    is_sent_to_pod_webhooks,
+};
 pub use review::{review, validate_new_job};
 pub use update::validate_job_update;
 pub use validate::validate_job;

@@ -12,24 +12,6 @@ use volcano_api::keys::{
 
 use super::request::{AdmissionSettings, Patch};
 
-/// The labels that mark a replica, one per webhook entry of `deploy/65-admission-webhooks.yaml`
-/// (`objectSelector`, `Exists`): a Deployment's, a StatefulSet's or DaemonSet's, a batch/v1
-/// Job's. The API server sends the pod webhooks only pods carrying one. Checking `matchConditions`
-/// converts the whole pod for each webhook, so a bare pod costs nothing only if labels alone
-/// exclude it.
-pub const REPLICA_LABELS: [&str; 3] = [
-    "pod-template-hash",
-    "controller-revision-hash",
-    "batch.kubernetes.io/controller-uid",
-];
-
-/// Whether the API server sends `pod` to the pod webhooks of our configurations: it carries
-/// one of [`REPLICA_LABELS`].
-pub fn is_sent_to_pod_webhooks(pod: &Value) -> bool {
-    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
-    labels.is_some_and(|l| REPLICA_LABELS.iter().any(|k| l.contains_key(*k)))
-}
-
 fn is_ours(pod: &Value, settings: &AdmissionSettings) -> bool {
     let scheduler = pod
         .pointer("/spec/schedulerName")

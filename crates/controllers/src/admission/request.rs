@@ -8,6 +8,24 @@ use volcano_api::scheduling::Queue;
 
 use super::DEFAULT_SCHEDULER;
 
+/// The labels that mark a replica, one per webhook entry of `deploy/65-admission-webhooks.yaml`
+/// (`objectSelector`, `Exists`): a Deployment's, a StatefulSet's or DaemonSet's, a batch/v1
+/// Job's. The API server sends the pod webhooks only pods carrying one. Checking `matchConditions`
+/// converts the whole pod for each webhook, so a bare pod costs nothing only if labels alone
+/// exclude it.
+pub const REPLICA_LABELS: [&str; 3] = [
+    "pod-template-hash",
+    "controller-revision-hash",
+    "batch.kubernetes.io/controller-uid",
+];
+
+/// Whether the API server sends `pod` to the pod webhooks of our configurations: it carries
+/// one of [`REPLICA_LABELS`].
+pub fn is_sent_to_pod_webhooks(pod: &Value) -> bool {
+    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
+    labels.is_some_and(|l| REPLICA_LABELS.iter().any(|k| l.contains_key(*k)))
+}
+
 /// Volcano's webhook endpoints, by the path each is served on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Endpoint {
@@ -119,12 +137,12 @@ impl Endpoint {
     }
 
     /// Whether the API server sends it `object`, by our configurations' `objectSelector`: the
-    /// pod endpoints are sent replicas only ([`super::is_sent_to_pod_webhooks`]), the others
+    /// pod endpoints are sent replicas only ([`is_sent_to_pod_webhooks`]), the others
     /// every object of their resource.
     pub fn is_sent(self, object: Option<&Value>) -> bool {
         match self {
             Endpoint::PodsMutate | Endpoint::PodsValidate => {
-                object.is_some_and(super::is_sent_to_pod_webhooks)
+                object.is_some_and(is_sent_to_pod_webhooks)
             }
             _ => true,
         }
