@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde::Deserialize;
 use serde_json::Value;
-use volcano_controllers::admission::REPLICA_LABELS;
+use volcano_controllers::admission::{REPLICA_LABELS, UNREVIEWED_NAMESPACES};
 use volcano_scheduler::conf::{DEFAULT_SCHEDULER_CONF, SchedulerConf};
 
 /// What the scheduler Deployment runs (after the `volcano` entry point).
@@ -611,17 +611,26 @@ fn admission_webhooks_reach_the_webhook_server_and_never_block_pods() {
                     policy, "Ignore",
                     "{name}: a webhook that is down blocks no {resource}"
                 );
-                if resource == "hypernodes" {
-                    // Cluster-scoped: a namespace selector would not apply to them.
-                    assert!(hook["namespaceSelector"].is_null(), "{name}");
-                    continue;
-                }
-                let excluded = &hook["namespaceSelector"]["matchExpressions"][0]["values"];
-                assert!(
-                    excluded.as_array().unwrap().iter().any(|v| v == NAMESPACE),
-                    "{name}: the webhook's own pods must start without it"
-                );
             }
+            // The API server checks a namespaceSelector on every request in a namespace, each
+            // binding and event included, before it looks at the rules.
+            assert!(hook["namespaceSelector"].is_null(), "{name}");
+            let conditions: Vec<&str> = hook["matchConditions"]
+                .as_array()
+                .map(|c| c.iter().filter_map(|c| c["expression"].as_str()).collect())
+                .unwrap_or_default();
+            let unreviewed = format!(
+                "!(request.namespace in [{}])",
+                UNREVIEWED_NAMESPACES.map(|n| format!("'{n}'")).join(", ")
+            );
+            assert!(UNREVIEWED_NAMESPACES.contains(&NAMESPACE));
+            // Queues and HyperNodes are cluster-scoped: no namespace to leave out.
+            let namespaced = !["queues", "hypernodes"].contains(&resource);
+            assert_eq!(
+                conditions.contains(&unreviewed.as_str()),
+                namespaced,
+                "{name}: the webhook's own pods must start without it: {conditions:?}"
+            );
         }
         if name.contains("-pods-") {
             // Only replicas are sent, one entry per replica label, as the in-process admission

@@ -111,6 +111,9 @@ impl ProtobufWriter {
     }
 }
 
+/// Sends one create, asking for the answer in the body's own encoding: a created object the
+/// API server encodes in JSON costs it a reflection pass as long as the decoding did. Only an
+/// error's body is read, a `Status` in either encoding.
 async fn send(
     client: &Client,
     path: &str,
@@ -119,14 +122,60 @@ async fn send(
 ) -> Result<(), kube::Error> {
     let request = http::Request::post(path)
         .header(header::CONTENT_TYPE, content_type)
-        .header(header::ACCEPT, "application/json")
-        .body(body)
+        .header(header::ACCEPT, accept(content_type))
+        .body(kube::client::Body::from(body))
         .map_err(kube::Error::HttpError)?;
-    client.request_text(request).await.map(|_| ())
+    let response = client.send(request).await?;
+    let code = response.status();
+    let protobuf_answer = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(PROTOBUF));
+    // Read whole even when unused, so the connection is taken again.
+    let body = response.into_body().collect_bytes().await?;
+    if code.is_success() {
+        return Ok(());
+    }
+    let status = if protobuf_answer {
+        status_from_protobuf(&body)
+    } else {
+        serde_json::from_slice::<kube::core::Status>(&body).ok()
+    };
+    let status = status.unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body);
+        kube::core::Status::failure(text.trim(), "Failed to parse error data")
+    });
+    Err(kube::Error::Api(status.with_code(code.as_u16()).boxed()))
 }
 
-/// Reading back what [`Message`] writes, for tests.
-#[cfg(test)]
+/// What to ask the answer in: the body's own encoding, or JSON where a kind has no protobuf.
+fn accept(content_type: &str) -> &'static str {
+    if content_type == PROTOBUF {
+        "application/vnd.kubernetes.protobuf, application/json"
+    } else {
+        "application/json"
+    }
+}
+
+/// A `Status` in protobuf (`k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`: status = 2,
+/// message = 3, reason = 4, code = 6) inside its envelope; `None` if it is not one.
+fn status_from_protobuf(body: &[u8]) -> Option<kube::core::Status> {
+    let unknown = read::parse(body.strip_prefix(MAGIC)?)?;
+    let raw = read::parse(read::field_bytes(&unknown, 2)?)?;
+    let text = |n| {
+        read::field_bytes(&raw, n)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    let mut status = kube::core::Status::failure(&text(3), &text(4));
+    if let Some(read::Value::Int(code)) = raw.iter().find(|(k, _)| *k == 6).map(|(_, v)| v) {
+        status.code = u16::try_from(*code).unwrap_or_default();
+    }
+    Some(status)
+}
+
+/// Reading Kubernetes' protobuf: an error's `Status`, and in tests what [`Message`] writes.
 pub mod read {
     /// A field's value: bytes (wire type 2) or an integer (wire type 0).
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,51 +186,70 @@ pub mod read {
         Int(u64),
     }
 
-    fn varint(b: &mut &[u8]) -> u64 {
-        let (mut v, mut shift) = (0u64, 0);
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let (mut v, mut shift) = (0u64, 0u32);
         loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
+            let (&byte, rest) = b.split_first()?;
+            *b = rest;
+            v |= u64::from(byte & 0x7f).checked_shl(shift)?;
             if byte < 0x80 {
-                return v;
+                return Some(v);
             }
             shift += 7;
         }
     }
 
-    /// The fields of one message, in order.
-    pub fn fields(mut b: &[u8]) -> Vec<(u64, Value)> {
+    /// The fields of one message, in order; `None` if `b` is not a message of varints and
+    /// length-delimited fields (the only wire types Kubernetes' objects use).
+    pub fn parse(mut b: &[u8]) -> Option<Vec<(u64, Value)>> {
         let mut out = Vec::new();
         while !b.is_empty() {
-            let key = varint(&mut b);
+            let key = varint(&mut b)?;
             match key & 7 {
-                0 => out.push((key >> 3, Value::Int(varint(&mut b)))),
+                0 => out.push((key >> 3, Value::Int(varint(&mut b)?))),
                 2 => {
-                    let len = varint(&mut b) as usize;
-                    out.push((key >> 3, Value::Bytes(b[..len].to_vec())));
-                    b = &b[len..];
+                    let len = usize::try_from(varint(&mut b)?).ok()?;
+                    let (field, rest) = b.split_at_checked(len)?;
+                    out.push((key >> 3, Value::Bytes(field.to_vec())));
+                    b = rest;
                 }
-                t => panic!("wire type {t}"),
+                _ => return None,
             }
         }
-        out
+        Some(out)
+    }
+
+    /// Field `n`'s bytes, if it is a length-delimited field.
+    pub fn field_bytes(fields: &[(u64, Value)], n: u64) -> Option<&[u8]> {
+        fields.iter().find_map(|(k, v)| match v {
+            Value::Bytes(b) if *k == n => Some(b.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// The fields of one message, in order.
+    #[cfg(test)]
+    pub fn fields(b: &[u8]) -> Vec<(u64, Value)> {
+        parse(b).expect("a protobuf message")
     }
 
     /// Field `n`'s bytes.
+    #[cfg(test)]
     pub fn bytes(fields: &[(u64, Value)], n: u64) -> Vec<u8> {
-        match fields.iter().find(|(k, _)| *k == n) {
-            Some((_, Value::Bytes(b))) => b.clone(),
-            other => panic!("field {n}: {other:?}"),
+        match field_bytes(fields, n) {
+            Some(b) => b.to_vec(),
+            None => panic!("field {n}: {fields:?}"),
         }
     }
 
     /// Field `n` as text.
+    #[cfg(test)]
     pub fn text(fields: &[(u64, Value)], n: u64) -> String {
         String::from_utf8(bytes(fields, n)).unwrap_or_default()
     }
 
     /// Field `n`'s integer.
+    #[cfg(test)]
     pub fn int(fields: &[(u64, Value)], n: u64) -> u64 {
         match fields.iter().find(|(k, _)| *k == n) {
             Some((_, Value::Int(v))) => *v,
@@ -190,6 +258,7 @@ pub mod read {
     }
 
     /// Whether field `n` is set.
+    #[cfg(test)]
     pub fn has(fields: &[(u64, Value)], n: u64) -> bool {
         fields.iter().any(|(k, _)| *k == n)
     }
@@ -218,5 +287,27 @@ mod tests {
         assert_eq!(text(&raw, 1), long);
         assert!(!super::read::has(&raw, 2));
         assert_eq!(int(&raw, 3), 1_800_000_000);
+    }
+
+    #[test]
+    fn an_error_answered_in_protobuf_reads_as_the_api_servers_status() {
+        let status = Message::new()
+            .string(2, "Failure")
+            .string(3, "pods \"p\" not found")
+            .string(4, "NotFound")
+            .int(6, 404);
+        let found = status_from_protobuf(&envelope("v1", "Status", &status)).unwrap();
+        assert_eq!(found.message, "pods \"p\" not found");
+        assert_eq!(found.reason, "NotFound");
+        assert_eq!(found.code, 404);
+        // What is not a protobuf Status is no Status, and reading it never panics.
+        assert!(status_from_protobuf(b"{\"kind\":\"Status\"}").is_none());
+        for cut in 0..12 {
+            let body = envelope("v1", "Status", &status);
+            let _ = status_from_protobuf(&body[..cut.min(body.len())]);
+        }
+        assert!(
+            status_from_protobuf(b"k8s\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").is_none()
+        );
     }
 }

@@ -36,8 +36,8 @@ pub use podgroup::validate_podgroup;
 pub use queue::{default_queue, validate_queue};
 pub use queue_delete::check_queue_deletion;
 pub use request::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, REPLICA_LABELS, Request, Verdict,
-    is_sent_to_pod_webhooks,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, Patch, REPLICA_LABELS, Request,
+    UNREVIEWED_NAMESPACES, Verdict, is_sent_to_pod_webhooks,
 };
 pub use review::{review, validate_new_job};
 pub use update::validate_job_update;

@@ -19,6 +19,12 @@ pub const REPLICA_LABELS: [&str; 3] = [
     "batch.kubernetes.io/controller-uid",
 ];
 
+/// The namespaces whose objects are never sent to a webhook (a `matchCondition` on
+/// `request.namespace` in `deploy/65-admission-webhooks.yaml`), as Volcano's webhook manager
+/// leaves them out by default: the webhook's own pods and the cluster's system pods always
+/// start.
+pub const UNREVIEWED_NAMESPACES: [&str; 2] = ["volcano-system", "kube-system"];
+
 /// Whether the API server sends `pod` to the pod webhooks of our configurations: it carries
 /// one of [`REPLICA_LABELS`].
 pub fn is_sent_to_pod_webhooks(pod: &Value) -> bool {
@@ -136,10 +142,17 @@ impl Endpoint {
         }
     }
 
-    /// Whether the API server sends it `object`, by our configurations' `objectSelector`: the
-    /// pod endpoints are sent replicas only ([`is_sent_to_pod_webhooks`]), the others
-    /// every object of their resource.
+    /// Whether the API server sends it `object`, by our configurations' `objectSelector` and
+    /// `matchConditions`: nothing of [`UNREVIEWED_NAMESPACES`]; of the rest, the pod endpoints
+    /// are sent replicas only ([`is_sent_to_pod_webhooks`]), the others every object of their
+    /// resource.
     pub fn is_sent(self, object: Option<&Value>) -> bool {
+        let namespace = object
+            .and_then(|o| o.pointer("/metadata/namespace"))
+            .and_then(Value::as_str);
+        if namespace.is_some_and(|ns| UNREVIEWED_NAMESPACES.contains(&ns)) {
+            return false;
+        }
         match self {
             Endpoint::PodsMutate | Endpoint::PodsValidate => {
                 object.is_some_and(is_sent_to_pod_webhooks)

@@ -6,8 +6,8 @@ use volcano_api::custom_resource;
 use volcano_api::scheduling::Queue;
 
 use crate::admission::{
-    AdmissionSettings, AdmissionView, Endpoint, Operation, REPLICA_LABELS, Request, Verdict,
-    is_sent_to_pod_webhooks, review,
+    AdmissionSettings, AdmissionView, Endpoint, Operation, REPLICA_LABELS, Request,
+    UNREVIEWED_NAMESPACES, Verdict, is_sent_to_pod_webhooks, review,
 };
 
 /// Queues as a webhook's cache holds them.
@@ -326,6 +326,16 @@ fn only_replicas_are_sent_to_the_pod_webhooks() {
     assert!(Endpoint::PodsValidate.is_sent(Some(&replica)));
     // Other endpoints are sent every object of their resource.
     assert!(Endpoint::JobsMutate.is_sent(Some(&bare)));
+    // Except in the namespaces left out, the webhook's own and the cluster's.
+    for ns in UNREVIEWED_NAMESPACES {
+        let mut system = replica.clone();
+        system["metadata"]["namespace"] = json!(ns);
+        assert!(!Endpoint::PodsValidate.is_sent(Some(&system)), "{ns}");
+        assert!(!Endpoint::JobsMutate.is_sent(Some(&system)), "{ns}");
+    }
+    let mut user = replica.clone();
+    user["metadata"]["namespace"] = json!("team-a");
+    assert!(Endpoint::PodsValidate.is_sent(Some(&user)));
 }
 
 /// The pod as admitted: `object` with the pod mutating webhook's patch applied.

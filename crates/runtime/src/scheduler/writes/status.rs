@@ -3,10 +3,12 @@
 //! per object, and a newer value for an object whose write is still waiting replaces it, so
 //! however often sessions run, an object is written at most once more than it changes and the
 //! queue holds at most one entry per object (Volcano's status conflicts re-queued without
-//! de-duplication grew until its controller was killed).
+//! de-duplication grew until its controller was killed). A queue's `allocated` is written at
+//! most once per [`QUEUE_STATUS_INTERVAL`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Error as KubeError};
@@ -21,6 +23,12 @@ use volcano_scheduler::framework::{POD_SCHEDULED, PodUnschedulable};
 
 use super::{Outcome, replace_status};
 use crate::events::EventSink;
+
+/// The shortest time from the start of one write of a queue's `allocated` to the start of the
+/// next. Volcano writes it once per session (a second by default); with pods bound at hundreds
+/// a second nearly every session changes it, and each patch of a custom resource costs the
+/// API server about as much as a pod's create. A newer value waits, replacing older ones.
+pub const QUEUE_STATUS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The object a status write is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -190,17 +198,28 @@ impl StatusQueue {
                 self.wake.notified().await;
                 continue;
             };
+            let started = Instant::now();
             let result = write(&client, &key, &entry.write).await;
             if result.is_ok() {
                 for (e, uid) in entry.events {
                     events.send(e, uid);
                 }
             }
-            if let Ok(mut w) = self.waiting.lock() {
-                w.in_flight.remove(&key);
+            let hold = match key {
+                StatusKey::Queue(_) => QUEUE_STATUS_INTERVAL.saturating_sub(started.elapsed()),
+                _ => Duration::ZERO,
+            };
+            if hold.is_zero() {
+                self.release(&key);
+            } else {
+                // The queue's next write waits out the interval; this worker goes on.
+                let q = self.clone();
+                let held = key.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(hold).await;
+                    q.release(&held);
+                });
             }
-            // Another worker may be waiting for this object's next write.
-            self.wake.notify_one();
             let gone = matches!(&result, Err(KubeError::Api(s)) if s.code == 404);
             let (written_at, error) = match result {
                 Ok(v) => (v, None),
@@ -218,6 +237,17 @@ impl StatusQueue {
                 return;
             }
         }
+    }
+}
+
+impl StatusQueue {
+    /// Lets `key`'s next write go.
+    fn release(&self, key: &StatusKey) {
+        if let Ok(mut w) = self.waiting.lock() {
+            w.in_flight.remove(key);
+        }
+        // Another worker may be waiting for this object's next write.
+        self.wake.notify_one();
     }
 }
 
@@ -318,6 +348,7 @@ async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volcano_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     fn nomination(node: &str, before: Option<&str>) -> StatusWrite {
         StatusWrite::Nomination {
@@ -351,6 +382,75 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A client whose API server answers every request with `{}` and notes when it came.
+    fn recording_client() -> (Client, Arc<Mutex<Vec<tokio::time::Instant>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let noted = seen.clone();
+        let service = tower::service_fn(move |_: http::Request<kube::client::Body>| {
+            noted.lock().unwrap().push(tokio::time::Instant::now());
+            async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                    b"{}".to_vec(),
+                )))
+            }
+        });
+        (Client::new(service, "default"), seen)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_is_written_at_most_once_per_interval_and_its_last_value_is_written() {
+        let (client, seen) = recording_client();
+        let (tx, mut outcomes) = mpsc::unbounded_channel();
+        let events = EventSink::start(client.clone(), "volcano", "test");
+        let q = StatusQueue::start(client, 4, events, tx);
+        let allocated = |cpu: &str| StatusWrite::Queue {
+            allocated: [("cpu".to_string(), Quantity(cpu.to_string()))].into(),
+            before: None,
+        };
+        let key = StatusKey::Queue("default".into());
+        // Sessions every 100 ms, each changing the queue's allocation, for 2.5 s.
+        for i in 0..25u64 {
+            q.push(key.clone(), allocated(&i.to_string()), i, Vec::new());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(QUEUE_STATUS_INTERVAL * 2).await;
+        let at = seen.lock().unwrap().clone();
+        // At 0, 1 and 2 s, and at 3 s the value of 2.4 s.
+        assert_eq!(
+            at.len(),
+            4,
+            "one write a second, the last value included: {at:?}"
+        );
+        for pair in at.windows(2) {
+            assert!(pair[1] - pair[0] >= QUEUE_STATUS_INTERVAL, "{at:?}");
+        }
+        let mut last = None;
+        while let Ok(Outcome::Status { generation, .. }) = outcomes.try_recv() {
+            last = Some(generation);
+        }
+        assert_eq!(last, Some(24), "the newest value is the one written last");
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_objects_are_not_held_back() {
+        let (client, seen) = recording_client();
+        let (tx, _outcomes) = mpsc::unbounded_channel();
+        let events = EventSink::start(client.clone(), "volcano", "test");
+        let q = StatusQueue::start(client, 4, events, tx);
+        let key = StatusKey::Nomination(NamespacedName::new("ns", "p"));
+        for i in 0..5u64 {
+            q.push(
+                key.clone(),
+                nomination(&format!("n{i}"), None),
+                i,
+                Vec::new(),
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(seen.lock().unwrap().len(), 5);
     }
 
     #[test]
