@@ -143,7 +143,8 @@ impl Endpoint {
     }
 
     /// Whether the API server sends it `object`, by our configurations' `objectSelector` and
-    /// `matchConditions`: nothing of [`UNREVIEWED_NAMESPACES`]; of the rest, the pod endpoints
+    /// the namespace `matchCondition` (their other conditions are checked again by `review`):
+    /// nothing of [`UNREVIEWED_NAMESPACES`]; of the rest, the pod endpoints
     /// are sent replicas only ([`is_sent_to_pod_webhooks`]), the others every object of their
     /// resource.
     pub fn is_sent(self, object: Option<&Value>) -> bool {

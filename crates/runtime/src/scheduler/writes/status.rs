@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Error as KubeError};
@@ -198,7 +198,8 @@ impl StatusQueue {
                 self.wake.notified().await;
                 continue;
             };
-            let started = Instant::now();
+            // Tokio's clock, which the hold below sleeps on.
+            let started = tokio::time::Instant::now();
             let result = write(&client, &key, &entry.write).await;
             if result.is_ok() {
                 for (e, uid) in entry.events {
