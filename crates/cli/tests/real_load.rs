@@ -269,6 +269,9 @@ async fn measure() {
 /// `system:kube-scheduler` (authorized by RBAC, as ours is), its client
 /// rate limit raised out of the way (`--kube-api-qps 1000`) as ours has none, and `volcano load
 /// --scheduler-name default-scheduler` with `VOLCANO_LOAD_ARGS`. Run by hand, as `measure`.
+/// With `VOLCANO_BESIDE` set, deploy/ and our scheduler and controllers run beside it (idle for
+/// its pods, but watching them, with the webhooks configured): what Volcano's shape alone costs
+/// the API server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check: run with --ignored --nocapture"]
 async fn measure_kube_scheduler() {
@@ -286,6 +289,14 @@ async fn measure_kube_scheduler() {
     };
     let plane = RealControlPlane::start(&assets).await.unwrap();
     let admin = plane.kubeconfig_path();
+    let _beside = if std::env::var("VOLCANO_BESIDE").is_ok() {
+        install(&admin);
+        let volcano = Volcano::start(&plane);
+        wait_for_webhooks(&plane, &volcano).await;
+        Some(volcano)
+    } else {
+        None
+    };
     let own = plane.dir().join("kube-scheduler.kubeconfig");
     std::fs::write(&own, plane.kube_scheduler_kubeconfig()).unwrap();
     let log = std::fs::File::create(plane.dir().join("kube-scheduler.log")).unwrap();
