@@ -159,10 +159,10 @@ fn accept(content_type: &str) -> &'static str {
     }
 }
 
-/// A `Status` in protobuf (`k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`: status = 2,
-/// message = 3, reason = 4, code = 6) inside its envelope, read as the failure it answers;
-/// `None` if it is not one. Its `details` (field 5) are left out: the writers act on the code
-/// alone, and the message names the object.
+/// A `Status` in protobuf (`k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`: message = 3,
+/// reason = 4) inside its envelope, read as the failure it answers; `None` if it is not one.
+/// Its code is the answer's HTTP status, set by [`send`]; its `details` (field 5) are left out:
+/// the writers act on the code alone, and the message names the object.
 fn status_from_protobuf(body: &[u8]) -> Option<kube::core::Status> {
     let unknown = read::parse(body.strip_prefix(MAGIC)?)?;
     let raw = read::parse(read::field_bytes(&unknown, 2)?)?;
@@ -171,11 +171,7 @@ fn status_from_protobuf(body: &[u8]) -> Option<kube::core::Status> {
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default()
     };
-    let mut status = kube::core::Status::failure(&text(3), &text(4));
-    if let Some(read::Value::Int(code)) = raw.iter().find(|(k, _)| *k == 6).map(|(_, v)| v) {
-        status.code = u16::try_from(*code).unwrap_or_default();
-    }
-    Some(status)
+    Some(kube::core::Status::failure(&text(3), &text(4)))
 }
 
 /// Reading Kubernetes' protobuf: an error's `Status`, and in tests what [`Message`] writes.
@@ -302,7 +298,6 @@ mod tests {
         let found = status_from_protobuf(&envelope("v1", "Status", &status)).unwrap();
         assert_eq!(found.message, "pods \"p\" not found");
         assert_eq!(found.reason, "NotFound");
-        assert_eq!(found.code, 404);
         // What is not a protobuf Status is no Status, and reading it never panics.
         assert!(status_from_protobuf(b"{\"kind\":\"Status\"}").is_none());
         let body = envelope("v1", "Status", &status);
@@ -312,5 +307,43 @@ mod tests {
         assert!(
             status_from_protobuf(b"k8s\0\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").is_none()
         );
+    }
+
+    #[tokio::test]
+    async fn a_refused_create_is_an_api_error_with_the_servers_code_and_message() {
+        let status = envelope(
+            "v1",
+            "Status",
+            &Message::new()
+                .string(3, "pods \"p\" not found")
+                .string(4, "NotFound"),
+        );
+        let service = tower::service_fn(move |_: http::Request<kube::client::Body>| {
+            let body = status.clone();
+            async move {
+                let mut answer = http::Response::new(kube::client::Body::from(body));
+                *answer.status_mut() = http::StatusCode::NOT_FOUND;
+                answer
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, PROTOBUF.parse().unwrap());
+                Ok::<_, std::convert::Infallible>(answer)
+            }
+        });
+        let client = Client::new(service, "default");
+        match send(
+            &client,
+            "/api/v1/namespaces/ns/pods/p/binding",
+            PROTOBUF,
+            vec![],
+        )
+        .await
+        {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!(s.code, 404);
+                assert_eq!(s.message, "pods \"p\" not found");
+                assert_eq!(s.reason, "NotFound");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

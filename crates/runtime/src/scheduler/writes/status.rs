@@ -43,6 +43,17 @@ pub enum StatusKey {
     Nomination(NamespacedName),
 }
 
+impl StatusKey {
+    /// The shortest time from the start of one write of this object to the start of its next:
+    /// [`QUEUE_STATUS_INTERVAL`] for a queue, none for the others.
+    fn min_interval(&self) -> Duration {
+        match self {
+            StatusKey::Queue(_) => QUEUE_STATUS_INTERVAL,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
 /// What to write, with what the mirror held before it was assumed (to put back should the
 /// write fail, so the next session decides it again).
 #[derive(Debug, Clone)]
@@ -186,6 +197,15 @@ impl StatusQueue {
         self.len() == 0
     }
 
+    /// Lets `key`'s next write go.
+    fn release(&self, key: &StatusKey) {
+        if let Ok(mut w) = self.waiting.lock() {
+            w.in_flight.remove(key);
+        }
+        // Another worker may be waiting for this object's next write.
+        self.wake.notify_one();
+    }
+
     async fn work(
         self,
         client: Client,
@@ -206,10 +226,7 @@ impl StatusQueue {
                     events.send(e, uid);
                 }
             }
-            let hold = match key {
-                StatusKey::Queue(_) => QUEUE_STATUS_INTERVAL.saturating_sub(started.elapsed()),
-                _ => Duration::ZERO,
-            };
+            let hold = key.min_interval().saturating_sub(started.elapsed());
             if hold.is_zero() {
                 self.release(&key);
             } else {
@@ -238,17 +255,6 @@ impl StatusQueue {
                 return;
             }
         }
-    }
-}
-
-impl StatusQueue {
-    /// Lets `key`'s next write go.
-    fn release(&self, key: &StatusKey) {
-        if let Ok(mut w) = self.waiting.lock() {
-            w.in_flight.remove(key);
-        }
-        // Another worker may be waiting for this object's next write.
-        self.wake.notify_one();
     }
 }
 
