@@ -70,6 +70,14 @@ fn check_common(report: &Value, pods: u64, logs: &dyn Fn() -> String) {
     assert!(
         api["cpu_seconds"].as_f64().is_some() && api["cpu_ms_per_bound_pod"].as_f64().is_some()
     );
+    // The figures are read once the writes after the bindings have stopped, so every pod's
+    // `Scheduled` event is in them, however late the scheduler writes it.
+    assert!(
+        requests(report, "create", "events") >= pods,
+        "each bound pod's event is counted: {api:#}"
+    );
+    let settle = api["settle_seconds"].as_f64().unwrap();
+    assert!((0.0..15.0).contains(&settle), "{api}");
     let processes = report["processes"].as_array().unwrap();
     let names: Vec<&str> = processes
         .iter()

@@ -1,14 +1,17 @@
 //! The API server's own figures, from its `/metrics` read before and after a run: requests
 //! served by verb and resource (`apiserver_request_total`) and the server's CPU
-//! (`process_cpu_seconds_total`). Parsing and differencing are pure; only [`scrape`] talks
-//! to the server.
+//! (`process_cpu_seconds_total`). Parsing and differencing are pure; only [`scrape`] and
+//! [`settled`] talk to the server.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 
 const REQUESTS: &str = "apiserver_request_total";
 const CPU: &str = "process_cpu_seconds_total";
+/// How often [`settled`] reads `/metrics`.
+const SETTLE_POLL: Duration = Duration::from_millis(500);
 
 /// A request class: what a user reads in an audit log (`create pods/binding`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -163,6 +166,22 @@ impl Scrape {
         scrape
     }
 
+    /// Writes served so far (creates, updates, patches, deletes), leases aside: a leader
+    /// renews its lease every few seconds with or without work.
+    pub fn writes(&self) -> f64 {
+        self.requests
+            .iter()
+            .filter(|(kind, _)| {
+                kind.resource != "leases"
+                    && matches!(
+                        kind.verb.as_str(),
+                        "create" | "update" | "patch" | "apply" | "delete" | "deletecollection"
+                    )
+            })
+            .map(|(_, count)| count)
+            .sum()
+    }
+
     /// What happened between `self` (before) and `after`. A counter lower after than before
     /// means the server restarted in between; its count after is then all that is known.
     pub fn delta(&self, after: &Scrape) -> Delta {
@@ -197,6 +216,28 @@ impl Scrape {
             cpu_seconds,
         }
     }
+}
+
+/// Reads `/metrics` until two reads half a second apart count the same writes, or `cap` has
+/// passed, and returns the last read with the time it took. A scheduler's writes that follow
+/// its bindings (events, status) are then part of the run's figures, however late they
+/// come: a scheduler that defers its events must not look cheaper for it.
+pub async fn settled(client: &kube::Client, cap: Duration) -> (anyhow::Result<Scrape>, Duration) {
+    let started = tokio::time::Instant::now();
+    let mut last = scrape(client).await;
+    while started.elapsed() < cap {
+        tokio::time::sleep(SETTLE_POLL).await;
+        let next = scrape(client).await;
+        let quiet = match (&last, &next) {
+            (Ok(a), Ok(b)) => a.writes() == b.writes(),
+            _ => true,
+        };
+        last = next;
+        if quiet {
+            break;
+        }
+    }
+    (last, started.elapsed())
 }
 
 /// Reads `/metrics` through `client` (whose identity must be allowed the non-resource URL).
@@ -249,6 +290,18 @@ process_cpu_seconds_total 15.75
         );
         assert_eq!(d.total, 129);
         assert_eq!(d.cpu_seconds, Some(3.25));
+    }
+
+    #[test]
+    fn writes_are_creates_patches_and_deletes_but_neither_reads_nor_lease_renewals() {
+        let text = format!(
+            "{AFTER}apiserver_request_total{{verb=\"PUT\",resource=\"leases\"}} 9\n\
+             apiserver_request_total{{verb=\"DELETE\",resource=\"pods\"}} 2\n"
+        );
+        // 70 + 1 + 64 creates, 5 patches, 2 deletes; the LIST, the GET and the lease
+        // renewals are not writes.
+        assert_eq!(Scrape::parse(&text).writes(), 142.0);
+        assert_eq!(Scrape::default().writes(), 0.0);
     }
 
     #[test]

@@ -27,6 +27,9 @@ fn internal(e: anyhow::Error) -> Failure {
     Failure::Internal(e)
 }
 
+/// The longest the API server's figures wait for the writes after the last binding.
+const SETTLE_CAP: Duration = Duration::from_secs(10);
+
 /// Runs the load and measures it.
 pub async fn drive(args: &LoadArgs, plan: &Plan) -> Result<Report, Failure> {
     let client =
@@ -77,11 +80,11 @@ pub async fn drive(args: &LoadArgs, plan: &Plan) -> Result<Report, Failure> {
     for sampler in samplers {
         processes.extend(sampler.finish().await);
     }
-    let after = apimetrics::scrape(&client).await;
+    let (after, settle) = apimetrics::settled(&client, SETTLE_CAP).await;
 
     let mut report = figures(args, plan, started, &outcome, &seen, processes, nodes);
     report.pods.timed_out = timed_out;
-    report.api = api_report(before, after, report.pods.bound);
+    report.api = api_report(before, after, report.pods.bound, settle);
 
     if !args.keep
         && let Err(e) = clean_up(&client, ns, &plan.run).await
@@ -160,6 +163,7 @@ fn api_report(
     before: anyhow::Result<Scrape>,
     after: anyhow::Result<Scrape>,
     bound: usize,
+    settle: Duration,
 ) -> ApiReport {
     let (before, after) = match (before, after) {
         (Ok(b), Ok(a)) => (b, a),
@@ -183,6 +187,7 @@ fn api_report(
         requests: delta.requests,
         cpu_seconds: delta.cpu_seconds.map(stats::round3),
         cpu_ms_per_bound_pod: per_pod,
+        settle_seconds: Some(stats::round3(settle.as_secs_f64())),
     }
 }
 

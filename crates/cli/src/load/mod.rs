@@ -44,7 +44,7 @@ JSON (--output json), one object:
   latency      {count, p50_ms, p90_ms, p99_ms, max_ms, mean_ms}   (null: nothing bound)
   throughput_per_s, drain_seconds
   api          {available, error, requests_total, requests: [{verb, resource, count}],
-                cpu_seconds, cpu_ms_per_bound_pod}
+                cpu_seconds, cpu_ms_per_bound_pod, settle_seconds}
   processes    [{name, pid, cpu_seconds, rss_start_bytes, rss_end_bytes, rss_peak_bytes,
                  samples, exited}]
   errors       [first distinct create errors]

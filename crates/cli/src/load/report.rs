@@ -98,6 +98,9 @@ pub struct ApiReport {
     pub cpu_seconds: Option<f64>,
     /// That per bound pod, in milliseconds.
     pub cpu_ms_per_bound_pod: Option<f64>,
+    /// How long after the last binding the figures were read: once the writes (events,
+    /// status) had stopped, at most 10 s.
+    pub settle_seconds: Option<f64>,
 }
 
 fn mib(bytes: u64) -> String {
@@ -199,10 +202,11 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "  api server  CPU {} ({} per bound pod); {} requests",
+            "  api server  CPU {} ({} per bound pod); {} requests (read {} after the last binding, once writes stopped)",
             opt(api.cpu_seconds.map(|s| (s * 100.0).round() / 100.0), " s"),
             opt(api.cpu_ms_per_bound_pod, " ms"),
-            api.requests_total
+            api.requests_total,
+            opt(api.settle_seconds, " s")
         );
         for r in api.requests.iter().take(TOP_REQUESTS) {
             let _ = writeln!(out, "    {:>8}  {} {}", r.count, r.verb, r.resource);
