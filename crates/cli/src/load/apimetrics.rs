@@ -225,15 +225,15 @@ impl Scrape {
 pub async fn settled(client: &kube::Client, cap: Duration) -> (anyhow::Result<Scrape>, Duration) {
     let started = tokio::time::Instant::now();
     let mut last = scrape(client).await;
-    while started.elapsed() < cap {
+    // A failed read ends the wait: the figures then say why there are none.
+    let mut writes = last.as_ref().ok().map(Scrape::writes);
+    while let Some(before) = writes
+        && started.elapsed() < cap
+    {
         tokio::time::sleep(SETTLE_POLL).await;
-        let next = scrape(client).await;
-        let quiet = match (&last, &next) {
-            (Ok(a), Ok(b)) => a.writes() == b.writes(),
-            _ => true,
-        };
-        last = next;
-        if quiet {
+        last = scrape(client).await;
+        writes = last.as_ref().ok().map(Scrape::writes);
+        if writes == Some(before) {
             break;
         }
     }
