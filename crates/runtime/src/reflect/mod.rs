@@ -38,6 +38,11 @@ use volcano_scheduler::cache::slim_pod;
 
 use crate::mirror::{Kind, Update};
 
+mod pod_protobuf;
+mod pod_watch;
+
+pub use pod_watch::read as read_protobuf_pod;
+
 /// Room for watch events not yet taken by the loop; a full channel slows the watchers down
 /// (back-pressure) rather than growing memory.
 pub const UPDATE_CHANNEL: usize = 4096;
@@ -204,27 +209,37 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Clone + Eq + std::hash::Hash + Debug + Send + Sync,
 {
-    let api: Api<Lenient<K>> = Api::all_with(client.clone(), &K::DynamicType::default());
+    tokio::spawn(json_watch(client.clone(), tx.clone(), wrap))
+}
+
+/// Lists and watches `K` in JSON with kube-rs' watcher, each event sent on as `wrap` makes it,
+/// until the receiver is gone.
+async fn json_watch<K>(
+    client: Client,
+    tx: mpsc::Sender<Update>,
+    wrap: impl Fn(watcher::Event<K>) -> Update + Send + 'static,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + Debug + Send + Sync,
+{
+    let api: Api<Lenient<K>> = Api::all_with(client, &K::DynamicType::default());
     let name = K::kind(&K::DynamicType::default()).into_owned();
-    let tx = tx.clone();
-    tokio::spawn(async move {
-        let mut stream = watcher(api, watcher::Config::default().any_semantic())
-            .backoff(WatchBackoff::default())
-            .boxed();
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(ev) => {
-                    let Some(ev) = typed::<K>(&name, ev) else {
-                        continue;
-                    };
-                    if tx.send(wrap(ev)).await.is_err() {
-                        return;
-                    }
+    let mut stream = watcher(api, watcher::Config::default().any_semantic())
+        .backoff(WatchBackoff::default())
+        .boxed();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                let Some(ev) = typed::<K>(&name, ev) else {
+                    continue;
+                };
+                if tx.send(wrap(ev)).await.is_err() {
+                    return;
                 }
-                Err(e) => tracing::warn!(kind = %name, error = %e, "watch failed; retrying"),
             }
+            Err(e) => tracing::warn!(kind = %name, error = %e, "watch failed; retrying"),
         }
-    })
+    }
 }
 
 /// Retry delays of a failed watch: 100 ms doubling up to [`WatchBackoff::CAP`], back to the
@@ -280,6 +295,11 @@ pub fn watch(
     kinds
         .iter()
         .map(|k| match k {
+            // The scheduler's pod watch is the one watch whose encoding showed in the API
+            // server's CPU; the controllers' full pods stay JSON, which reads every field.
+            Kind::Pod if pods == PodView::Scheduler => {
+                tokio::spawn(pod_watch::run(client.clone(), tx.clone(), pods))
+            }
             Kind::Pod => spawn::<Pod>(client, tx, move |ev| {
                 Update::Pod(kept(ev, |p| pods.keep(p)))
             }),

@@ -1,0 +1,347 @@
+//! The scheduler's pod watch, in Kubernetes' protobuf encoding as kube-scheduler's is.
+//!
+//! Every pod event goes to every pod watcher, so the API server writes a pod per event per
+//! watcher: a JSON pod is larger than the same pod in protobuf, and writing it cost the API
+//! server measurably more CPU per scheduled pod (the README's load section). kube-rs watches
+//! in JSON only, so this watcher does its own watch requests: the list is JSON (once, and
+//! read object by object as every other kind's), the watch that follows is protobuf. A server
+//! that answers the watch in JSON (`volcano up`'s) gets the JSON watcher from then on.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use http::header;
+use http_body_util::BodyExt;
+use k8s_pb::api::core::v1 as pb;
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
+use k8s_pb::apimachinery::pkg::runtime::Unknown;
+use kube::api::ListParams;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use prost::Message;
+use tokio::sync::mpsc;
+use volcano_api::k8s_openapi::api::core::v1::Pod;
+
+use super::pod_protobuf::scheduler_pod;
+use super::{Lenient, PodView, WatchBackoff, kept, typed};
+use crate::mirror::Update;
+
+/// What the API server puts before an object embedded in a protobuf watch event.
+const MAGIC: &[u8; 4] = b"k8s\0";
+
+/// What the watch asks for: protobuf watch frames, or JSON from a server without them.
+const ACCEPT: &str = "application/vnd.kubernetes.protobuf;stream=watch, application/json";
+
+/// How long the API server keeps one watch open, as kube-rs asks by default.
+const WATCH_SECONDS: u64 = 290;
+
+/// Longer than any gap the API server leaves between two writes on a live watch (bookmarks
+/// come about once a minute): past it the connection is taken for dead and the watch renewed.
+const IDLE: Duration = Duration::from_secs(WATCH_SECONDS + 10);
+
+/// A frame larger than this is not a pod event: the API server refuses objects over 3 MiB
+/// (etcd's limit with room), so a longer length means the stream is not what it claims.
+const MAX_FRAME: usize = 64 << 20;
+
+/// Why one watch request ended.
+#[derive(Debug, thiserror::Error)]
+enum WatchEnd {
+    /// The server closed it, as it does after [`WATCH_SECONDS`]: resume from the last version.
+    #[error("the watch ended")]
+    Closed,
+    /// The version watched from is compacted away (410 Gone): list again.
+    #[error("resource version too old: {0}")]
+    Gone(String),
+    /// The server answers watches in JSON.
+    #[error("the API server does not watch in protobuf")]
+    NotProtobuf,
+    /// The loop that owns the mirror is gone: stop.
+    #[error("the receiver is gone")]
+    ReceiverGone,
+    /// The request failed or the stream broke: resume from the last version after a delay.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Watches pods for a scheduler's mirror, in protobuf while the server speaks it.
+pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView) {
+    let api: Api<Lenient<Pod>> = Api::all(client.clone());
+    let mut backoff = WatchBackoff::default();
+    let mut said = false;
+    loop {
+        let mut version = match list(&api, &tx, pods).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(kind = "Pod", error = %e, "watch failed; retrying");
+                tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
+                continue;
+            }
+        };
+        loop {
+            match watch(&client, &mut version, &tx, pods, &mut said).await {
+                WatchEnd::Closed => {}
+                WatchEnd::Gone(why) => {
+                    tracing::info!(kind = "Pod", %why, "watch too old; listing again");
+                    break;
+                }
+                WatchEnd::NotProtobuf => {
+                    tracing::info!("the API server does not watch in protobuf: watching JSON");
+                    super::json_watch::<Pod>(client, tx, move |ev| {
+                        Update::Pod(kept(ev, |p| pods.keep(p)))
+                    })
+                    .await;
+                    return;
+                }
+                WatchEnd::ReceiverGone => return,
+                WatchEnd::Failed(e) => {
+                    tracing::warn!(kind = "Pod", error = %e, "watch failed; retrying");
+                    tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
+                    continue;
+                }
+            }
+            backoff = WatchBackoff::default();
+        }
+    }
+}
+
+/// Lists every pod into the mirror (`Init`, one `InitApply` each, `InitDone`), page by page
+/// if the server pages; the list's resourceVersion, or `None` once the receiver is gone.
+async fn list(
+    api: &Api<Lenient<Pod>>,
+    tx: &mpsc::Sender<Update>,
+    pods: PodView,
+) -> Result<Option<String>, kube::Error> {
+    let send = |ev| tx.send(Update::Pod(kept(ev, |p| pods.keep(p))));
+    if send(watcher::Event::Init).await.is_err() {
+        return Ok(None);
+    }
+    let mut params = ListParams::default().match_any();
+    loop {
+        let page = api.list(&params).await?;
+        for item in page.items {
+            let Some(ev) = typed("Pod", watcher::Event::InitApply(item)) else {
+                continue;
+            };
+            if send(ev).await.is_err() {
+                return Ok(None);
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = ListParams::default().match_any().continue_token(&token),
+            None => {
+                if send(watcher::Event::InitDone).await.is_err() {
+                    return Ok(None);
+                }
+                return Ok(Some(page.metadata.resource_version.unwrap_or_default()));
+            }
+        }
+    }
+}
+
+/// One watch request from `version`, its events sent on as they come; `version` follows them.
+async fn watch(
+    client: &Client,
+    version: &mut String,
+    tx: &mpsc::Sender<Update>,
+    pods: PodView,
+    said: &mut bool,
+) -> WatchEnd {
+    let path = format!(
+        "/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds={WATCH_SECONDS}\
+         &resourceVersion={version}"
+    );
+    let request = match http::Request::get(path)
+        .header(header::ACCEPT, ACCEPT)
+        // Kubernetes from 1.37 compresses watch streams event by event; kube-rs opts out too.
+        .header(header::ACCEPT_ENCODING, "identity")
+        .body(kube::client::Body::empty())
+    {
+        Ok(r) => r,
+        Err(e) => return WatchEnd::Failed(e.to_string()),
+    };
+    let response = match client.send(request).await {
+        Ok(r) => r,
+        Err(e) => return WatchEnd::Failed(e.to_string()),
+    };
+    let code = response.status();
+    let protobuf = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/vnd.kubernetes.protobuf"));
+    if !code.is_success() {
+        let body = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        return if code == http::StatusCode::GONE {
+            WatchEnd::Gone(text.into_owned())
+        } else {
+            WatchEnd::Failed(format!("{code}: {}", text.trim()))
+        };
+    }
+    if !protobuf {
+        return WatchEnd::NotProtobuf;
+    }
+    if !std::mem::replace(said, true) {
+        tracing::info!("watching pods in protobuf");
+    }
+    let mut body = response.into_body().into_data_stream();
+    let mut frames = Frames::default();
+    loop {
+        let chunk = match tokio::time::timeout(IDLE, body.next()).await {
+            Err(_) => return WatchEnd::Failed("no word from the API server".to_string()),
+            Ok(None) => return WatchEnd::Closed,
+            Ok(Some(Err(e))) => return WatchEnd::Failed(e.to_string()),
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        frames.extend(&chunk);
+        loop {
+            let frame = match frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => return WatchEnd::Failed(e),
+            };
+            match event(&frame) {
+                Ok(Event::Pod(kind, pod)) => {
+                    let pod = scheduler_pod(*pod);
+                    if let Some(v) = pod.metadata.resource_version.clone() {
+                        *version = v;
+                    }
+                    let ev = match kind {
+                        Change::Apply => watcher::Event::Apply(pod),
+                        Change::Delete => watcher::Event::Delete(pod),
+                    };
+                    if tx
+                        .send(Update::Pod(kept(ev, |p| pods.keep(p))))
+                        .await
+                        .is_err()
+                    {
+                        return WatchEnd::ReceiverGone;
+                    }
+                }
+                Ok(Event::Bookmark(v)) if !v.is_empty() => *version = v,
+                Ok(Event::Bookmark(_)) => {}
+                Ok(Event::Error(410, why)) => return WatchEnd::Gone(why),
+                Ok(Event::Error(code, why)) => return WatchEnd::Failed(format!("{code}: {why}")),
+                // As an object JSON cannot read, a pod that protobuf cannot is left out.
+                Err(e) => {
+                    tracing::warn!(kind = "Pod", error = %e, "watch event left out: it cannot be read")
+                }
+            }
+        }
+    }
+}
+
+/// The length-delimited frames of a protobuf watch (a 4-byte big-endian length, then that
+/// many bytes), cut from the chunks as they arrive.
+#[derive(Debug, Default)]
+struct Frames {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Frames {
+    fn extend(&mut self, chunk: &[u8]) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// The next whole frame, `None` until one has arrived; an error for a length no event has.
+    fn next_frame(&mut self) -> Result<Option<Vec<u8>>, String> {
+        let rest = &self.buf[self.start..];
+        let Some((len, body)) = rest.split_first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes(*len) as usize;
+        if len > MAX_FRAME {
+            return Err(format!("a watch frame of {len} bytes: not a pod event"));
+        }
+        let Some(frame) = body.get(..len) else {
+            return Ok(None);
+        };
+        let frame = frame.to_vec();
+        self.start += 4 + len;
+        Ok(Some(frame))
+    }
+}
+
+/// What a pod changed into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Apply,
+    Delete,
+}
+
+/// One protobuf watch event, read.
+#[derive(Debug)]
+enum Event {
+    /// A pod added, changed or deleted.
+    Pod(Change, Box<pb::Pod>),
+    /// Nothing changed up to this resourceVersion.
+    Bookmark(String),
+    /// The server ended the watch with this code and message.
+    Error(i32, String),
+}
+
+/// A `metav1.WatchEvent` (type = 1, object = 2), its object a `runtime.RawExtension` holding
+/// the object in its envelope ([`unwrap`]).
+fn event(frame: &[u8]) -> Result<Event, String> {
+    let ev = pbmeta::WatchEvent::decode(frame).map_err(|e| format!("watch event: {e}"))?;
+    let kind = ev.r#type.unwrap_or_default();
+    let raw = ev.object.and_then(|o| o.raw).unwrap_or_default();
+    let object = unwrap(&raw).map_err(|e| format!("{kind} event: {e}"))?;
+    let pod = || {
+        pb::Pod::decode(object.as_slice())
+            .map(Box::new)
+            .map_err(|e| format!("{kind} event: {e}"))
+    };
+    match kind.as_str() {
+        "ADDED" | "MODIFIED" => Ok(Event::Pod(Change::Apply, pod()?)),
+        "DELETED" => Ok(Event::Pod(Change::Delete, pod()?)),
+        "BOOKMARK" => Ok(Event::Bookmark(
+            pod()?
+                .metadata
+                .and_then(|m| m.resource_version)
+                .unwrap_or_default(),
+        )),
+        "ERROR" => {
+            let status = pbmeta::Status::decode(object.as_slice())
+                .map_err(|e| format!("ERROR event: {e}"))?;
+            Ok(Event::Error(
+                status.code.unwrap_or_default(),
+                status.message.unwrap_or_default(),
+            ))
+        }
+        other => Err(format!("a watch event of type {other:?}")),
+    }
+}
+
+/// The object inside an envelope: the magic bytes, then a `runtime.Unknown` (raw = 2).
+fn unwrap(envelope: &[u8]) -> Result<Vec<u8>, String> {
+    let unknown = envelope
+        .strip_prefix(MAGIC)
+        .ok_or("the object has no protobuf envelope")?;
+    Ok(Unknown::decode(unknown)
+        .map_err(|e| e.to_string())?
+        .raw
+        .unwrap_or_default())
+}
+
+/// A pod in its protobuf envelope (as a GET answers it in protobuf, or a watch event holds
+/// it), read exactly as the scheduler's watch reads it; why not, when it cannot be.
+pub fn read(envelope: &[u8]) -> Result<Pod, String> {
+    let object = unwrap(envelope)?;
+    let pod = pb::Pod::decode(object.as_slice()).map_err(|e| e.to_string())?;
+    Ok(PodView::Scheduler.keep(scheduler_pod(pod)))
+}
+
+#[cfg(test)]
+#[path = "pod_watch_tests.rs"]
+mod tests;
