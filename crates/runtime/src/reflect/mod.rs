@@ -41,7 +41,7 @@ use crate::mirror::{Kind, Update};
 mod pod_protobuf;
 mod pod_watch;
 
-pub use pod_watch::read as read_protobuf_pod;
+pub use pod_watch::{ReadError, read as read_protobuf_pod};
 
 /// Room for watch events not yet taken by the loop; a full channel slows the watchers down
 /// (back-pressure) rather than growing memory.

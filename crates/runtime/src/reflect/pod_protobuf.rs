@@ -4,7 +4,8 @@
 //!
 //! Go's protobuf writes every field that is not a pointer, empty or not, where its JSON leaves
 //! out the empty ones (`omitempty`). So an empty string, list or map, a `false` and a zero
-//! port read here as unset, as they do from JSON.
+//! port read here as unset, as they do from JSON. A pointer field is written by both
+//! encodings whenever it is set, even to `false` or `""`, and passes as it is.
 
 use std::collections::BTreeMap;
 
@@ -214,7 +215,8 @@ fn container(c: pb::Container) -> Container {
             name: text(p.name),
             protocol: text(p.protocol),
         }),
-        restart_policy: text(c.restart_policy),
+        // A pointer in Go, written as it is.
+        restart_policy: c.restart_policy,
         ..Container::default()
     }
 }
@@ -252,8 +254,9 @@ fn volume(v: pb::Volume) -> Volume {
         }),
         csi: source.csi.map(|c| CSIVolumeSource {
             driver: c.driver.unwrap_or_default(),
-            read_only: flag(c.read_only),
-            fs_type: text(c.fs_type),
+            // Pointers in Go: JSON keeps `false` and `""`, so they pass as they are.
+            read_only: c.read_only,
+            fs_type: c.fs_type,
             volume_attributes: map(c.volume_attributes),
             node_publish_secret_ref: c.node_publish_secret_ref.map(|r| LocalObjectReference {
                 name: r.name.unwrap_or_default(),

@@ -39,14 +39,44 @@ const WATCH_SECONDS: u64 = 290;
 /// come about once a minute): past it the connection is taken for dead and the watch renewed.
 const IDLE: Duration = Duration::from_secs(WATCH_SECONDS + 10);
 
-/// A frame larger than this is not a pod event: the API server refuses objects over 3 MiB
-/// (etcd's limit with room), so a longer length means the stream is not what it claims.
+/// Bounds what a corrupt length can make this buffer: far beyond any pod (the API server
+/// takes no request body over 3 MiB), so a longer frame means the stream is not pod events.
 const MAX_FRAME: usize = 64 << 20;
+
+/// How long the API server is given to answer a watch request (its headers) or to send an
+/// error's body: a server that never answers would otherwise hold the pod watch forever.
+const ANSWER: Duration = Duration::from_secs(30);
+
+/// Pods listed per page, as kube-rs' watcher lists them.
+const PAGE: u32 = 500;
+
+/// Why a pod could not be read from protobuf.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The bytes do not start with Kubernetes' protobuf envelope.
+    #[error("the object has no protobuf envelope")]
+    NoEnvelope,
+    /// A message did not decode.
+    #[error("{what}: {source}")]
+    Decode {
+        /// Which message.
+        what: &'static str,
+        /// What protobuf said.
+        source: prost::DecodeError,
+    },
+    /// A frame's length is more than any event takes.
+    #[error("a watch frame of {0} bytes: not a pod event")]
+    FrameTooLong(usize),
+    /// An event of a type the watch protocol does not have.
+    #[error("a watch event of type {0:?}")]
+    UnknownType(String),
+}
 
 /// Why one watch request ended.
 #[derive(Debug, thiserror::Error)]
 enum WatchEnd {
-    /// The server closed it, as it does after [`WATCH_SECONDS`]: resume from the last version.
+    /// The server closed it after some events, as it does after [`WATCH_SECONDS`]: resume
+    /// from the last version.
     #[error("the watch ended")]
     Closed,
     /// The version watched from is compacted away (410 Gone): list again.
@@ -58,7 +88,8 @@ enum WatchEnd {
     /// The loop that owns the mirror is gone: stop.
     #[error("the receiver is gone")]
     ReceiverGone,
-    /// The request failed or the stream broke: resume from the last version after a delay.
+    /// The request failed, the stream broke or ended without an event: resume from the last
+    /// version after a delay.
     #[error("{0}")]
     Failed(String),
 }
@@ -70,8 +101,16 @@ pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView)
     let mut said = false;
     loop {
         let mut version = match list(&api, &tx, pods).await {
-            Ok(Some(v)) => v,
-            Ok(None) => return,
+            Ok(Listed::Version(v)) => v,
+            Ok(Listed::ReceiverGone) => return,
+            Ok(Listed::NoVersion) => {
+                tracing::warn!(
+                    kind = "Pod",
+                    "the list gave no resourceVersion; listing again"
+                );
+                tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(kind = "Pod", error = %e, "watch failed; retrying");
                 tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
@@ -80,9 +119,13 @@ pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView)
         };
         loop {
             match watch(&client, &mut version, &tx, pods, &mut said).await {
-                WatchEnd::Closed => {}
+                // Events came, so the watch works: the next failure starts the delays over.
+                WatchEnd::Closed => backoff = WatchBackoff::default(),
                 WatchEnd::Gone(why) => {
+                    // After a delay, as kube-rs relists: a list served by one API server and a
+                    // watch refused by another would otherwise list the cluster in a loop.
                     tracing::info!(kind = "Pod", %why, "watch too old; listing again");
+                    tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
                     break;
                 }
                 WatchEnd::NotProtobuf => {
@@ -97,26 +140,34 @@ pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView)
                 WatchEnd::Failed(e) => {
                     tracing::warn!(kind = "Pod", error = %e, "watch failed; retrying");
                     tokio::time::sleep(backoff.next().unwrap_or(WatchBackoff::CAP)).await;
-                    continue;
                 }
             }
-            backoff = WatchBackoff::default();
         }
     }
 }
 
-/// Lists every pod into the mirror (`Init`, one `InitApply` each, `InitDone`), page by page
-/// if the server pages; the list's resourceVersion, or `None` once the receiver is gone.
+/// How a list ended.
+enum Listed {
+    /// Every pod was sent; the watch starts from this version.
+    Version(String),
+    /// The list named no version to watch from.
+    NoVersion,
+    /// The loop that owns the mirror is gone.
+    ReceiverGone,
+}
+
+/// Lists every pod into the mirror (`Init`, one `InitApply` each, `InitDone`), with the
+/// parameters kube-rs' watcher lists with (any version, [`PAGE`] pods a page).
 async fn list(
     api: &Api<Lenient<Pod>>,
     tx: &mpsc::Sender<Update>,
     pods: PodView,
-) -> Result<Option<String>, kube::Error> {
+) -> Result<Listed, kube::Error> {
     let send = |ev| tx.send(Update::Pod(kept(ev, |p| pods.keep(p))));
     if send(watcher::Event::Init).await.is_err() {
-        return Ok(None);
+        return Ok(Listed::ReceiverGone);
     }
-    let mut params = ListParams::default().match_any();
+    let mut params = ListParams::default().match_any().limit(PAGE);
     loop {
         let page = api.list(&params).await?;
         for item in page.items {
@@ -124,16 +175,19 @@ async fn list(
                 continue;
             };
             if send(ev).await.is_err() {
-                return Ok(None);
+                return Ok(Listed::ReceiverGone);
             }
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = ListParams::default().match_any().continue_token(&token),
+            Some(token) => params.continue_token = Some(token),
             None => {
+                let Some(version) = page.metadata.resource_version.filter(|v| !v.is_empty()) else {
+                    return Ok(Listed::NoVersion);
+                };
                 if send(watcher::Event::InitDone).await.is_err() {
-                    return Ok(None);
+                    return Ok(Listed::ReceiverGone);
                 }
-                return Ok(Some(page.metadata.resource_version.unwrap_or_default()));
+                return Ok(Listed::Version(version));
             }
         }
     }
@@ -160,9 +214,10 @@ async fn watch(
         Ok(r) => r,
         Err(e) => return WatchEnd::Failed(e.to_string()),
     };
-    let response = match client.send(request).await {
-        Ok(r) => r,
-        Err(e) => return WatchEnd::Failed(e.to_string()),
+    let response = match tokio::time::timeout(ANSWER, client.send(request)).await {
+        Err(_) => return WatchEnd::Failed("the API server did not answer the watch".to_string()),
+        Ok(Err(e)) => return WatchEnd::Failed(e.to_string()),
+        Ok(Ok(r)) => r,
     };
     let code = response.status();
     let protobuf = response
@@ -191,9 +246,15 @@ async fn watch(
     }
     let mut body = response.into_body().into_data_stream();
     let mut frames = Frames::default();
+    let mut events = 0usize;
     loop {
         let chunk = match tokio::time::timeout(IDLE, body.next()).await {
             Err(_) => return WatchEnd::Failed("no word from the API server".to_string()),
+            // A watch that ends before its first event (bookmarks come within a minute) is a
+            // server or proxy cutting it short: renewed at once, it would be renewed in a loop.
+            Ok(None) if events == 0 => {
+                return WatchEnd::Failed("the watch ended before any event".to_string());
+            }
             Ok(None) => return WatchEnd::Closed,
             Ok(Some(Err(e))) => return WatchEnd::Failed(e.to_string()),
             Ok(Some(Ok(chunk))) => chunk,
@@ -203,8 +264,9 @@ async fn watch(
             let frame = match frames.next_frame() {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
-                Err(e) => return WatchEnd::Failed(e),
+                Err(e) => return WatchEnd::Failed(e.to_string()),
             };
+            events += 1;
             match event(&frame) {
                 Ok(Event::Pod(kind, pod)) => {
                     let pod = scheduler_pod(*pod);
@@ -254,14 +316,14 @@ impl Frames {
     }
 
     /// The next whole frame, `None` until one has arrived; an error for a length no event has.
-    fn next_frame(&mut self) -> Result<Option<Vec<u8>>, String> {
+    fn next_frame(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
         let rest = &self.buf[self.start..];
         let Some((len, body)) = rest.split_first_chunk::<4>() else {
             return Ok(None);
         };
         let len = u32::from_be_bytes(*len) as usize;
         if len > MAX_FRAME {
-            return Err(format!("a watch frame of {len} bytes: not a pod event"));
+            return Err(ReadError::FrameTooLong(len));
         }
         let Some(frame) = body.get(..len) else {
             return Ok(None);
@@ -292,15 +354,16 @@ enum Event {
 
 /// A `metav1.WatchEvent` (type = 1, object = 2), its object a `runtime.RawExtension` holding
 /// the object in its envelope ([`unwrap`]).
-fn event(frame: &[u8]) -> Result<Event, String> {
-    let ev = pbmeta::WatchEvent::decode(frame).map_err(|e| format!("watch event: {e}"))?;
+fn event(frame: &[u8]) -> Result<Event, ReadError> {
+    let decode = |what| move |source| ReadError::Decode { what, source };
+    let ev = pbmeta::WatchEvent::decode(frame).map_err(decode("watch event"))?;
     let kind = ev.r#type.unwrap_or_default();
     let raw = ev.object.and_then(|o| o.raw).unwrap_or_default();
-    let object = unwrap(&raw).map_err(|e| format!("{kind} event: {e}"))?;
+    let object = unwrap(&raw)?;
     let pod = || {
         pb::Pod::decode(object.as_slice())
             .map(Box::new)
-            .map_err(|e| format!("{kind} event: {e}"))
+            .map_err(decode("pod"))
     };
     match kind.as_str() {
         "ADDED" | "MODIFIED" => Ok(Event::Pod(Change::Apply, pod()?)),
@@ -312,33 +375,34 @@ fn event(frame: &[u8]) -> Result<Event, String> {
                 .unwrap_or_default(),
         )),
         "ERROR" => {
-            let status = pbmeta::Status::decode(object.as_slice())
-                .map_err(|e| format!("ERROR event: {e}"))?;
+            let status = pbmeta::Status::decode(object.as_slice()).map_err(decode("status"))?;
             Ok(Event::Error(
                 status.code.unwrap_or_default(),
                 status.message.unwrap_or_default(),
             ))
         }
-        other => Err(format!("a watch event of type {other:?}")),
+        _ => Err(ReadError::UnknownType(kind)),
     }
 }
 
 /// The object inside an envelope: the magic bytes, then a `runtime.Unknown` (raw = 2).
-fn unwrap(envelope: &[u8]) -> Result<Vec<u8>, String> {
-    let unknown = envelope
-        .strip_prefix(MAGIC)
-        .ok_or("the object has no protobuf envelope")?;
-    Ok(Unknown::decode(unknown)
-        .map_err(|e| e.to_string())?
-        .raw
-        .unwrap_or_default())
+fn unwrap(envelope: &[u8]) -> Result<Vec<u8>, ReadError> {
+    let unknown = envelope.strip_prefix(MAGIC).ok_or(ReadError::NoEnvelope)?;
+    let unknown = Unknown::decode(unknown).map_err(|source| ReadError::Decode {
+        what: "envelope",
+        source,
+    })?;
+    Ok(unknown.raw.unwrap_or_default())
 }
 
 /// A pod in its protobuf envelope (as a GET answers it in protobuf, or a watch event holds
-/// it), read exactly as the scheduler's watch reads it; why not, when it cannot be.
-pub fn read(envelope: &[u8]) -> Result<Pod, String> {
+/// it), read exactly as the scheduler's watch reads it.
+pub fn read(envelope: &[u8]) -> Result<Pod, ReadError> {
     let object = unwrap(envelope)?;
-    let pod = pb::Pod::decode(object.as_slice()).map_err(|e| e.to_string())?;
+    let pod = pb::Pod::decode(object.as_slice()).map_err(|source| ReadError::Decode {
+        what: "pod",
+        source,
+    })?;
     Ok(PodView::Scheduler.keep(scheduler_pod(pod)))
 }
 

@@ -261,3 +261,44 @@ fn a_pod_from_kube_apiserver_reads_the_same_from_protobuf_as_from_json() {
     assert_eq!(spec.volumes.as_ref().map(Vec::len), Some(3));
     assert!(from_protobuf.metadata.deletion_timestamp.is_some());
 }
+
+#[tokio::test]
+async fn a_watch_cut_short_before_any_event_is_renewed_after_a_delay_not_in_a_loop() {
+    // Every watch answers 200 and ends at once.
+    let (client, asked) = server(vec![], false);
+    let got = updates(client, 3).await;
+    assert_eq!(got, ["init", "listed listed", "listed"]);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let watches = asked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|u| u.contains("watch=true"))
+        .count();
+    // 100 ms, then 200, then 400 (each ±25%): a few in 0.7 s, where a loop makes thousands.
+    assert!((1..=5).contains(&watches), "{watches} watches");
+}
+
+#[test]
+fn pointer_fields_keep_false_and_empty_as_json_does() {
+    let mut p = pod("a", "1");
+    if let Some(spec) = p.spec.as_mut() {
+        spec.volumes = vec![pb::Volume {
+            name: Some("v".to_string()),
+            volume_source: Some(pb::VolumeSource {
+                csi: Some(pb::CSIVolumeSource {
+                    driver: Some("d".to_string()),
+                    read_only: Some(false),
+                    fs_type: Some(String::new()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        }];
+    }
+    let read = read(&envelope("Pod", &p)).unwrap();
+    let volumes = read.spec.and_then(|s| s.volumes).unwrap_or_default();
+    let csi = volumes[0].csi.as_ref().unwrap();
+    assert_eq!(csi.read_only, Some(false));
+    assert_eq!(csi.fs_type.as_deref(), Some(""));
+}
