@@ -11,9 +11,10 @@ use http::header;
 use kube::Client;
 
 /// What precedes every protobuf-encoded object Kubernetes reads: "k8s" and a zero byte.
-const MAGIC: &[u8; 4] = b"k8s\0";
+pub(crate) const MAGIC: &[u8; 4] = b"k8s\0";
 
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+/// Kubernetes' protobuf media type.
+pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// One protobuf message being written, field by field (field numbers are those of the
 /// `generated.proto` files of `k8s.io/api` and `k8s.io/apimachinery`).
@@ -77,6 +78,21 @@ pub fn envelope(api_version: &str, kind: &str, object: &Message) -> Vec<u8> {
     body
 }
 
+/// The object inside an envelope (the magic bytes, then a `runtime.Unknown` whose raw = 2),
+/// borrowed, not copied; `None` if `body` is not one.
+pub fn object(body: &[u8]) -> Option<&[u8]> {
+    read::field(body.strip_prefix(MAGIC)?, 2)
+}
+
+/// Whether an answer with these headers is in protobuf (a watch's media type carries
+/// `;stream=watch`).
+pub(crate) fn is_protobuf(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(PROTOBUF))
+}
+
 /// Creates objects with POST, in protobuf while the server takes it.
 #[derive(Debug, Default)]
 pub struct ProtobufWriter {
@@ -128,11 +144,7 @@ async fn send(
         .map_err(kube::Error::HttpError)?;
     let response = client.send(request).await?;
     let code = response.status();
-    let protobuf_answer = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(PROTOBUF));
+    let protobuf_answer = is_protobuf(response.headers());
     // Read whole even when unused, so the connection is taken again.
     let body = response.into_body().collect_bytes().await?;
     if code.is_success() {
@@ -164,17 +176,17 @@ fn accept(content_type: &str) -> &'static str {
 /// Its code is the answer's HTTP status, set by [`send`]; its `details` (field 5) are left out:
 /// the writers act on the code alone, and the message names the object.
 fn status_from_protobuf(body: &[u8]) -> Option<kube::core::Status> {
-    let unknown = read::parse(body.strip_prefix(MAGIC)?)?;
-    let raw = read::parse(read::field_bytes(&unknown, 2)?)?;
+    let raw = object(body)?;
     let text = |n| {
-        read::field_bytes(&raw, n)
+        read::field(raw, n)
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default()
     };
     Some(kube::core::Status::failure(&text(3), &text(4)))
 }
 
-/// Reading Kubernetes' protobuf: an error's `Status`, and in tests what [`Message`] writes.
+/// Reading Kubernetes' protobuf: envelopes, an error's `Status`, watch events, and in tests
+/// what [`Message`] writes.
 pub mod read {
     /// A field's value: bytes (wire type 2) or an integer (wire type 0).
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,8 +210,33 @@ pub mod read {
         }
     }
 
+    /// The first length-delimited field `n` of a message, borrowed; `None` if it has none, or
+    /// if what comes before it is not varints and length-delimited fields (the only wire types
+    /// Kubernetes' objects use).
+    pub fn field(mut b: &[u8], n: u64) -> Option<&[u8]> {
+        while !b.is_empty() {
+            let key = varint(&mut b)?;
+            match key & 7 {
+                0 => {
+                    varint(&mut b)?;
+                }
+                2 => {
+                    let len = usize::try_from(varint(&mut b)?).ok()?;
+                    let (value, rest) = b.split_at_checked(len)?;
+                    if key >> 3 == n {
+                        return Some(value);
+                    }
+                    b = rest;
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// The fields of one message, in order; `None` if `b` is not a message of varints and
     /// length-delimited fields (the only wire types Kubernetes' objects use).
+    #[cfg(test)]
     pub fn parse(mut b: &[u8]) -> Option<Vec<(u64, Value)>> {
         let mut out = Vec::new();
         while !b.is_empty() {
@@ -219,6 +256,7 @@ pub mod read {
     }
 
     /// Field `n`'s bytes, if it is a length-delimited field.
+    #[cfg(test)]
     pub fn field_bytes(fields: &[(u64, Value)], n: u64) -> Option<&[u8]> {
         fields.iter().find_map(|(k, v)| match v {
             Value::Bytes(b) if *k == n => Some(b.as_slice()),

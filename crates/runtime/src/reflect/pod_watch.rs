@@ -14,7 +14,6 @@ use http::header;
 use http_body_util::BodyExt;
 use k8s_pb::api::core::v1 as pb;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
-use k8s_pb::apimachinery::pkg::runtime::Unknown;
 use kube::api::ListParams;
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -25,9 +24,7 @@ use volcano_api::k8s_openapi::api::core::v1::Pod;
 use super::pod_protobuf::scheduler_pod;
 use super::{Lenient, PodView, WatchBackoff, kept, typed};
 use crate::mirror::Update;
-
-/// What the API server puts before an object embedded in a protobuf watch event.
-const MAGIC: &[u8; 4] = b"k8s\0";
+use crate::protobuf::{self, read::field};
 
 /// What the watch asks for: protobuf watch frames, or JSON from a server without them.
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf;stream=watch, application/json";
@@ -53,7 +50,7 @@ const PAGE: u32 = 500;
 /// Why a pod could not be read from protobuf.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    /// The bytes do not start with Kubernetes' protobuf envelope.
+    /// The bytes are not an object in Kubernetes' protobuf envelope (nor an event holding one).
     #[error("the object has no protobuf envelope")]
     NoEnvelope,
     /// A message did not decode.
@@ -220,18 +217,15 @@ async fn watch(
         Ok(Ok(r)) => r,
     };
     let code = response.status();
-    let protobuf = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/vnd.kubernetes.protobuf"));
+    let protobuf = protobuf::is_protobuf(response.headers());
     if !code.is_success() {
-        let body = response
-            .into_body()
-            .collect_bytes()
+        let body = tokio::time::timeout(ANSWER, response.into_body().collect_bytes())
             .await
+            .ok()
+            .and_then(Result::ok)
             .unwrap_or_default();
-        let text = String::from_utf8_lossy(&body);
+        // A Status is short; anything longer is cut to what a log line holds.
+        let text = String::from_utf8_lossy(&body[..body.len().min(1024)]);
         return if code == http::StatusCode::GONE {
             WatchEnd::Gone(text.into_owned())
         } else {
@@ -267,7 +261,7 @@ async fn watch(
                 Err(e) => return WatchEnd::Failed(e.to_string()),
             };
             events += 1;
-            match event(&frame) {
+            match event(frame) {
                 Ok(Event::Pod(kind, pod)) => {
                     let pod = scheduler_pod(*pod);
                     if let Some(v) = pod.metadata.resource_version.clone() {
@@ -315,8 +309,9 @@ impl Frames {
         self.buf.extend_from_slice(chunk);
     }
 
-    /// The next whole frame, `None` until one has arrived; an error for a length no event has.
-    fn next_frame(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
+    /// The next whole frame, borrowed, `None` until one has arrived; an error for a length no
+    /// event has.
+    fn next_frame(&mut self) -> Result<Option<&[u8]>, ReadError> {
         let rest = &self.buf[self.start..];
         let Some((len, body)) = rest.split_first_chunk::<4>() else {
             return Ok(None);
@@ -328,7 +323,6 @@ impl Frames {
         let Some(frame) = body.get(..len) else {
             return Ok(None);
         };
-        let frame = frame.to_vec();
         self.start += 4 + len;
         Ok(Some(frame))
     }
@@ -352,54 +346,43 @@ enum Event {
     Error(i32, String),
 }
 
-/// A `metav1.WatchEvent` (type = 1, object = 2), its object a `runtime.RawExtension` holding
-/// the object in its envelope ([`unwrap`]).
+/// A `metav1.WatchEvent` (type = 1, object = 2), its object a `runtime.RawExtension` (raw =
+/// 1) holding the object in its envelope. Walked in place: only the object is decoded.
 fn event(frame: &[u8]) -> Result<Event, ReadError> {
     let decode = |what| move |source| ReadError::Decode { what, source };
-    let ev = pbmeta::WatchEvent::decode(frame).map_err(decode("watch event"))?;
-    let kind = ev.r#type.unwrap_or_default();
-    let raw = ev.object.and_then(|o| o.raw).unwrap_or_default();
-    let object = unwrap(&raw)?;
-    let pod = || {
-        pb::Pod::decode(object.as_slice())
-            .map(Box::new)
-            .map_err(decode("pod"))
-    };
-    match kind.as_str() {
-        "ADDED" | "MODIFIED" => Ok(Event::Pod(Change::Apply, pod()?)),
-        "DELETED" => Ok(Event::Pod(Change::Delete, pod()?)),
-        "BOOKMARK" => Ok(Event::Bookmark(
+    let kind = field(frame, 1).unwrap_or_default();
+    let raw = field(frame, 2)
+        .and_then(|extension| field(extension, 1))
+        .unwrap_or_default();
+    let object = protobuf::object(raw).ok_or(ReadError::NoEnvelope)?;
+    let pod = || pb::Pod::decode(object).map(Box::new).map_err(decode("pod"));
+    match kind {
+        b"ADDED" | b"MODIFIED" => Ok(Event::Pod(Change::Apply, pod()?)),
+        b"DELETED" => Ok(Event::Pod(Change::Delete, pod()?)),
+        b"BOOKMARK" => Ok(Event::Bookmark(
             pod()?
                 .metadata
                 .and_then(|m| m.resource_version)
                 .unwrap_or_default(),
         )),
-        "ERROR" => {
-            let status = pbmeta::Status::decode(object.as_slice()).map_err(decode("status"))?;
+        b"ERROR" => {
+            let status = pbmeta::Status::decode(object).map_err(decode("status"))?;
             Ok(Event::Error(
                 status.code.unwrap_or_default(),
                 status.message.unwrap_or_default(),
             ))
         }
-        _ => Err(ReadError::UnknownType(kind)),
+        _ => Err(ReadError::UnknownType(
+            String::from_utf8_lossy(kind).into_owned(),
+        )),
     }
-}
-
-/// The object inside an envelope: the magic bytes, then a `runtime.Unknown` (raw = 2).
-fn unwrap(envelope: &[u8]) -> Result<Vec<u8>, ReadError> {
-    let unknown = envelope.strip_prefix(MAGIC).ok_or(ReadError::NoEnvelope)?;
-    let unknown = Unknown::decode(unknown).map_err(|source| ReadError::Decode {
-        what: "envelope",
-        source,
-    })?;
-    Ok(unknown.raw.unwrap_or_default())
 }
 
 /// A pod in its protobuf envelope (as a GET answers it in protobuf, or a watch event holds
 /// it), read exactly as the scheduler's watch reads it.
 pub fn read(envelope: &[u8]) -> Result<Pod, ReadError> {
-    let object = unwrap(envelope)?;
-    let pod = pb::Pod::decode(object.as_slice()).map_err(|source| ReadError::Decode {
+    let object = protobuf::object(envelope).ok_or(ReadError::NoEnvelope)?;
+    let pod = pb::Pod::decode(object).map_err(|source| ReadError::Decode {
         what: "pod",
         source,
     })?;

@@ -1,6 +1,8 @@
 use std::sync::{Arc, Mutex};
 
-use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta};
+use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
+
+use crate::protobuf::MAGIC;
 
 use super::*;
 
@@ -71,7 +73,7 @@ fn frames_are_cut_where_their_lengths_say_however_the_chunks_fall() {
         for chunk in [&stream[..cut], &stream[cut..]] {
             frames.extend(chunk);
             while let Some(f) = frames.next_frame().unwrap() {
-                read.push(event(&f).unwrap());
+                read.push(event(f).unwrap());
             }
         }
         assert!(
