@@ -1,9 +1,15 @@
 //! Writes events through `events.k8s.io/v1` as kube-scheduler's recorder writes them: a new
-//! event is created in protobuf ([`crate::protobuf`]), and a repeat of one (same object, reason
-//! and type) within [`SERIES_TTL`] patches its `series` (count, last seen) instead of making
-//! another object.
+//! event is created in protobuf ([`crate::protobuf`]), and a repeat of one (same object, reason,
+//! type and note, figures aside) within [`SERIES_TTL`] patches its `series` (count, last seen)
+//! instead of making another object.
+//!
+//! client-go keys a series without the note, so a pod whose reason for waiting changed ("not
+//! enough pods" while its Job's pods were being made, then "Insufficient cpu") shows the first
+//! reason counted twice in `kubectl describe`. Here a new reason is a new event; only its figures
+//! ("largest free 1500m" then "1000m") are taken into the running series.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -60,6 +66,27 @@ struct SeriesKey {
     uid: Option<String>,
     reason: String,
     type_: String,
+    /// A hash of the note without its digits (a hash, so a series costs no copy of its note).
+    gist: u64,
+}
+
+impl SeriesKey {
+    /// The series `e` belongs to.
+    fn of(e: &Note<'_>) -> SeriesKey {
+        let mut gist = DefaultHasher::new();
+        for c in e.note.chars().filter(|c| !c.is_ascii_digit()) {
+            c.hash(&mut gist);
+        }
+        SeriesKey {
+            kind: e.regarding.kind.clone(),
+            namespace: e.regarding.namespace.clone(),
+            name: e.regarding.name.clone(),
+            uid: e.regarding.uid.clone(),
+            reason: e.reason.to_string(),
+            type_: e.type_.to_string(),
+            gist: gist.finish(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -134,14 +161,7 @@ impl Recorder {
     /// Writes `e`: a new event, or the next of its series. The caller writes one key at a time
     /// (the backlog holds a repeat back while its event is being written).
     pub async fn publish(&self, e: &Note<'_>) -> Result<(), KubeError> {
-        let key = SeriesKey {
-            kind: e.regarding.kind.clone(),
-            namespace: e.regarding.namespace.clone(),
-            name: e.regarding.name.clone(),
-            uid: e.regarding.uid.clone(),
-            reason: e.reason.to_string(),
-            type_: e.type_.to_string(),
-        };
+        let key = SeriesKey::of(e);
         let now = Instant::now();
         let running = if e.combined {
             None
@@ -327,6 +347,33 @@ mod tests {
     }
 
     #[test]
+    fn a_new_reason_starts_a_new_event_and_new_figures_do_not() {
+        let pod = ObjectReference {
+            kind: Some("Pod".into()),
+            namespace: Some("ns".into()),
+            name: Some("worker-0".into()),
+            ..ObjectReference::default()
+        };
+        let key = |note: &str| {
+            SeriesKey::of(&Note {
+                type_: "Warning",
+                reason: "FailedScheduling",
+                note,
+                regarding: &pod,
+                count: 1,
+                combined: false,
+            })
+        };
+        let fit =
+            |free| format!("0/2 nodes are available: 2 Insufficient cpu (largest free {free}m)");
+        assert_eq!(key(&fit(1500)), key(&fit(1000)));
+        assert_ne!(
+            key("not enough pods of task \"worker\" for gang-scheduling: valid 1, min 3"),
+            key(&fit(1500))
+        );
+    }
+
+    #[test]
     fn series_past_their_time_are_forgotten() {
         let mut s = Series::default();
         let start = Instant::now();
@@ -337,6 +384,7 @@ mod tests {
             uid: None,
             reason: "Scheduled".into(),
             type_: "Normal".into(),
+            gist: 0,
         };
         let written = |last| Written {
             namespace: "ns".into(),
@@ -362,6 +410,7 @@ mod tests {
             uid: None,
             reason: "Scheduled".into(),
             type_: "Normal".into(),
+            gist: 0,
         };
         let written = |count| Written {
             namespace: "ns".into(),
