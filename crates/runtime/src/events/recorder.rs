@@ -3,10 +3,12 @@
 //! type and note, figures aside) within [`SERIES_TTL`] patches its `series` (count, last seen)
 //! instead of making another object.
 //!
-//! client-go keys a series without the note, so a pod whose reason for waiting changed ("not
-//! enough pods" while its Job's pods were being made, then "Insufficient cpu") shows the first
-//! reason counted twice in `kubectl describe`. Here a new reason is a new event; only its figures
-//! ("largest free 1500m" then "1000m") are taken into the running series.
+//! client-go's `events.k8s.io` recorder (kube-scheduler's) keys a series without the note, so a
+//! pod whose reason for waiting changed ("not enough pods" while its Job's pods were being made,
+//! then "Insufficient cpu") would show the first reason counted twice in `kubectl describe`.
+//! Volcano's components record through client-go's `core/v1` recorder, whose repeats are the
+//! same message; here too a new reason is a new event, and only new figures ("largest free
+//! 1500m" then "1000m") are taken into the running series.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
