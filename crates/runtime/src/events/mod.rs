@@ -1,11 +1,11 @@
 //! Events through `events.k8s.io/v1`. The components decide events only on transitions;
 //! repeats of one event from this process are aggregated into its series ([`recorder`]),
-//! never created anew. Publishing runs on its own workers behind a backlog, so a
-//! slow API server never holds up a session. The backlog never drops an event: an event
-//! repeated while it waits is taken into the waiting one (its latest message kept), and once
-//! the backlog is full, new events are combined with the waiting ones of the same kind,
-//! namespace and reason, as Kubernetes' own event aggregator combines similar events. Memory
-//! stays bounded whatever the rate.
+//! never created anew. Publishing runs on its own workers behind a backlog, so a slow API
+//! server never holds up a session. The backlog never drops an event: an event repeated while
+//! it waits (the same message, figures aside) is taken into the waiting one (its latest figures
+//! kept), and once the backlog is full, new events are combined with the waiting ones of the
+//! same kind, namespace and reason, as Kubernetes' own event aggregator combines similar
+//! events. Memory stays bounded whatever the rate.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -30,8 +30,9 @@ const PUBLISHERS: usize = 4;
 /// What makes two waiting events one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Same {
-    /// The same event about the same object.
-    Event(ObjectRef, String, bool),
+    /// The same event about the same object: reason, type and message, figures aside (see
+    /// [`recorder`]).
+    Event(ObjectRef, String, bool, u64),
     /// Similar events (kind, namespace, reason, type) combined once the backlog was full.
     Similar(ObjectKind, String, String, bool),
 }
@@ -58,7 +59,12 @@ impl Backlog {
     /// similar ones' combined event.
     fn take(&mut self, e: Event, uid: Option<String>) {
         let warning = matches!(e.type_, EventType::Warning);
-        let same = Same::Event(e.object.clone(), e.reason.clone(), warning);
+        let same = Same::Event(
+            e.object.clone(),
+            e.reason.clone(),
+            warning,
+            recorder::gist(&e.message),
+        );
         let key = if self.waiting.contains_key(&same) || self.waiting.len() < EVENT_QUEUE {
             same
         } else {
@@ -275,8 +281,8 @@ mod tests {
                 None,
             );
         }
-        // A repeat of a waiting event is taken into it.
-        b.take(event("p0", "Scheduled", "to n0 again"), None);
+        // A repeat of a waiting event is taken into it; a new message is a new event.
+        b.take(event("p0", "Scheduled", "to n7"), None);
         let mut seen = 0;
         let mut combined = Vec::new();
         while let Some((key, w)) = b.next() {
@@ -286,7 +292,7 @@ mod tests {
             if similar {
                 combined.push(w);
             } else if w.event.object.key.name == "p0" {
-                assert_eq!(w.event.message, "to n0 again");
+                assert_eq!(w.event.message, "to n7");
                 assert_eq!(w.count, 2);
             }
         }
@@ -299,9 +305,9 @@ mod tests {
     #[test]
     fn a_repeat_of_an_event_being_written_waits_for_it() {
         let mut b = Backlog::default();
-        b.take(event("p0", "FailedScheduling", "first"), None);
+        b.take(event("p0", "FailedScheduling", "largest free 2"), None);
         let (key, _) = b.next().expect("the first is handed out");
-        b.take(event("p0", "FailedScheduling", "again"), None);
+        b.take(event("p0", "FailedScheduling", "largest free 1"), None);
         b.take(event("p1", "FailedScheduling", "other"), None);
         // Not the repeat of p0 while p0 is being written: p1, waiting behind it, goes first.
         let (other, w) = b.next().expect("p1 is handed out");
@@ -310,7 +316,27 @@ mod tests {
         assert!(!b.written(&other));
         assert!(b.written(&key), "p0's repeat waits to be written");
         let (_, w) = b.next().expect("then p0's repeat");
-        assert_eq!(w.event.message, "again");
+        assert_eq!(w.event.message, "largest free 1");
+    }
+
+    #[test]
+    fn a_new_message_is_not_taken_into_a_waiting_event() {
+        let mut b = Backlog::default();
+        b.take(event("p0", "FailedScheduling", "not enough pods"), None);
+        b.take(event("p0", "FailedScheduling", "Insufficient cpu"), None);
+        let told: Vec<_> = std::iter::from_fn(|| {
+            let (key, w) = b.next()?;
+            b.written(&key);
+            Some((w.event.message, w.count))
+        })
+        .collect();
+        assert_eq!(
+            told,
+            [
+                ("not enough pods".to_string(), 1),
+                ("Insufficient cpu".to_string(), 1)
+            ]
+        );
     }
 
     #[test]

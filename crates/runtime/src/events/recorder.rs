@@ -72,13 +72,18 @@ struct SeriesKey {
     gist: u64,
 }
 
+/// What makes two notes the same: a hash of the note without its digits.
+pub(crate) fn gist(note: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    for c in note.chars().filter(|c| !c.is_ascii_digit()) {
+        c.hash(&mut h);
+    }
+    h.finish()
+}
+
 impl SeriesKey {
     /// The series `e` belongs to.
     fn of(e: &Note<'_>) -> SeriesKey {
-        let mut gist = DefaultHasher::new();
-        for c in e.note.chars().filter(|c| !c.is_ascii_digit()) {
-            c.hash(&mut gist);
-        }
         SeriesKey {
             kind: e.regarding.kind.clone(),
             namespace: e.regarding.namespace.clone(),
@@ -86,7 +91,7 @@ impl SeriesKey {
             uid: e.regarding.uid.clone(),
             reason: e.reason.to_string(),
             type_: e.type_.to_string(),
-            gist: gist.finish(),
+            gist: gist(e.note),
         }
     }
 }
