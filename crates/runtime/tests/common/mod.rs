@@ -234,6 +234,26 @@ impl Cluster {
                 .await
                 .expect("the root and default queues are created");
         }
+        // The webhook reads queues from its watch, as Volcano's reads them from a lister: until
+        // the new queue reaches it, a Job naming it is refused. Tests start once it has.
+        let jobs =
+            kube::Api::<volcano_api::batch::Job>::namespaced(cluster.admin.clone(), "default");
+        let probe: volcano_api::batch::Job =
+            serde_json::from_value(job("queue-probe", "default", 1, "1", 1)).unwrap();
+        let dry_run = kube::api::PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let (admitted, refusal) =
+            eventually(30, async || match jobs.create(&dry_run, &probe).await {
+                Ok(_) => (true, String::new()),
+                Err(e) => (false, e.to_string()),
+            })
+            .await;
+        assert!(
+            admitted,
+            "a Job in the default queue is admitted: {refusal}"
+        );
         Some(cluster)
     }
 
