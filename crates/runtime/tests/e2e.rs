@@ -371,7 +371,16 @@ async fn a_waiting_gangs_pods_say_why_once_across_a_scheduler_restart(cluster: C
     // controller had made only some of the pods said "not enough pods": that pod was told the
     // new reason in a second event, not as a repeat of the first.
     after_sessions(&sched).await;
-    let told = told_why(&client, &pods).await;
+    // Events are published off the loop: wait until every pod's current reason is out.
+    let (out, told) = eventually(15, async || {
+        let told = told_why(&client, &pods).await;
+        let out = told
+            .values()
+            .all(|events| events.iter().any(|(note, _)| words(note) == words(&why)));
+        (out, told)
+    })
+    .await;
+    assert!(out, "every pod is told why: {told:?}");
     for (name, events) in &told {
         assert!(
             (1..=2).contains(&events.len()) && events.iter().all(|(_, n)| *n == 1),

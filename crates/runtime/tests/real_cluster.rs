@@ -588,6 +588,9 @@ async fn a_repeated_event_is_one_event_counting_its_series(cluster: Cluster) {
         regarding: &regarding,
         count: 1,
         combined: false,
+        gist: volcano_runtime::events::recorder::gist(
+            "0/3 nodes are unavailable: 3 Insufficient cpu.",
+        ),
     };
     for _ in 0..3 {
         recorder.publish(&note).await.unwrap();

@@ -214,6 +214,7 @@ impl EventSink {
             regarding: &r,
             count: w.count,
             combined,
+            gist: recorder::gist(&e.message),
         };
         if let Err(err) = recorder.publish(&ev).await {
             tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");
@@ -281,7 +282,7 @@ mod tests {
                 None,
             );
         }
-        // A repeat of a waiting event is taken into it; a new message is a new event.
+        // A repeat of a waiting event is taken into it.
         b.take(event("p0", "Scheduled", "to n7"), None);
         let mut seen = 0;
         let mut combined = Vec::new();
