@@ -81,6 +81,19 @@ async fn a_scheduler_restarted_mid_run_loses_nothing_and_binds_nothing_twice(clu
     let (some, _) = eventually(20, async || (bound_pods(&client).await >= 4, ())).await;
     assert!(some, "the first scheduler bound pods");
     first.kill();
+    // A bind the killed scheduler had sent may still land (the API server finishes what it
+    // took): the new one starts once the bound pods stop changing, as a restarted process
+    // comes up after its predecessor's connections are gone. A bind landing after the new
+    // scheduler listed the pod would be refused by the API server, never made twice.
+    let mut seen = bound_pods(&client).await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = bound_pods(&client).await;
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
     let second = cluster.scheduler("sched-b", false);
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let (all, phases) = eventually(60, async || {
@@ -169,7 +182,12 @@ async fn two_scheduler_replicas_never_both_bind_and_the_standby_takes_over(clust
     submit(&client, (0..4).map(|i| format!("w{i}")), 600).await;
     let (bound, _) = eventually(20, async || (bound_pods(&client).await == 4, ())).await;
     assert!(bound);
-    let (ab, bb) = (a.metrics.pods_bound.get(), b.metrics.pods_bound.get());
+    // The API server shows a bind before the binder has counted it: wait for the count.
+    let (_, (ab, bb)) = eventually(5, async || {
+        let (ab, bb) = (a.metrics.pods_bound.get(), b.metrics.pods_bound.get());
+        (ab + bb >= 4, (ab, bb))
+    })
+    .await;
     assert!(
         ab == 0 || bb == 0,
         "both replicas bound pods: {ab} and {bb}"
