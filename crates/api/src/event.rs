@@ -54,6 +54,13 @@ impl fmt::Display for ObjectPath<'_> {
     }
 }
 
+/// A message without its digits: what it says, figures aside. Conditions, events and refusals
+/// are told again only when this part changes; a message whose figures merely move ("largest
+/// free 3" then "2") would otherwise be repeated once per session.
+pub fn figures_aside(message: &str) -> String {
+    message.chars().filter(|c| !c.is_ascii_digit()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

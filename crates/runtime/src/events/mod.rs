@@ -186,8 +186,7 @@ impl EventSink {
                 self.wake.notified().await;
                 continue;
             };
-            self.write(recorder, matches!(key, Same::Similar(..)), w)
-                .await;
+            self.write(recorder, &key, w).await;
             let repeat_waits = self.backlog.lock().is_ok_and(|mut b| b.written(&key));
             if repeat_waits {
                 self.wake.notify_one();
@@ -195,7 +194,12 @@ impl EventSink {
         }
     }
 
-    async fn write(&self, recorder: &Recorder, combined: bool, w: Waiting) {
+    async fn write(&self, recorder: &Recorder, key: &Same, w: Waiting) {
+        // The gist the backlog keyed the event by; combined events start no series.
+        let (combined, gist) = match key {
+            Same::Event(.., gist) => (false, *gist),
+            Same::Similar(..) => (true, 0),
+        };
         let e = w.event;
         let r = reference(&e.object, w.uid);
         let note = if combined && w.count > 1 {
@@ -214,7 +218,7 @@ impl EventSink {
             regarding: &r,
             count: w.count,
             combined,
-            gist: recorder::gist(&e.message),
+            gist,
         };
         if let Err(err) = recorder.publish(&ev).await {
             tracing::warn!(object = %e.object_path(), reason = %e.reason, error = %err, "could not write event");

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Error as KubeError};
+use volcano_api::event::figures_aside;
 use volcano_api::k8s_openapi::api::core::v1::ObjectReference;
 use volcano_api::k8s_openapi::api::events::v1::Event as KubeEvent;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -58,7 +59,8 @@ pub struct Note<'a> {
     pub count: u64,
     /// Whether it combines similar events about several objects: always a new event.
     pub combined: bool,
-    /// [`gist`] of the whole message, before the note was cut to length.
+    /// [`gist`] of the whole message, before the note was cut to length (unread when
+    /// `combined`).
     pub gist: u64,
 }
 
@@ -74,12 +76,11 @@ struct SeriesKey {
     gist: u64,
 }
 
-/// What makes two messages the same: a hash of the message without its digits.
-pub fn gist(note: &str) -> u64 {
+/// What makes two messages the same: a hash of what they say, figures aside
+/// ([`figures_aside`], the rule conditions are rewritten by).
+pub fn gist(message: &str) -> u64 {
     let mut h = DefaultHasher::new();
-    for c in note.chars().filter(|c| !c.is_ascii_digit()) {
-        c.hash(&mut h);
-    }
+    figures_aside(message).hash(&mut h);
     h.finish()
 }
 

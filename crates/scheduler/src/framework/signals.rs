@@ -23,7 +23,7 @@ pub use super::conditions::{
 /// 3" then "largest free 2", "allocated cpu 7" then "cpu 8") would otherwise patch every
 /// waiting pod, or every refused PodGroup, once per session.
 pub fn reason_part(message: &str) -> String {
-    message.chars().filter(|c| !c.is_ascii_digit()).collect()
+    volcano_api::event::figures_aside(message)
 }
 
 /// Whether a persisted condition already says what `reason`/`message` say, figures aside.

@@ -34,14 +34,10 @@ pub struct Refusal {
 impl Refusal {
     /// Whether `other` says the same, but for the figures in its message.
     pub fn same_as(&self, other: &Refusal) -> bool {
-        let words = |m: &str| {
-            m.chars()
-                .filter(|c| !c.is_ascii_digit())
-                .collect::<String>()
-        };
+        use volcano_api::event::figures_aside;
         self.reason == other.reason
             && self.what == other.what
-            && words(&self.message) == words(&other.message)
+            && figures_aside(&self.message) == figures_aside(&other.message)
     }
 }
 
