@@ -21,6 +21,7 @@ pub mod label_selector;
 pub mod lifecycle;
 pub mod object_ref;
 pub mod pod_group_of_pod;
+pub mod pod_meta;
 pub mod quantity;
 pub mod resources;
 pub mod scenario;

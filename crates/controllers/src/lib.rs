@@ -5,6 +5,7 @@
 //! - [`job`]: Volcano Jobs: their PodGroup, pods, lifecycle policies, state machine and status.
 //! - [`job_plugins`]: the job plugins (`svc`, `env`, `ssh`), below both the job controller that
 //!   runs them and admission, which checks a Job's plugin arguments.
+//! - [`pod_view`]: what the controller-manager keeps of each watched pod.
 //! - [`podgroup`]: a PodGroup for every pod of ours that has none.
 //! - [`queue`]: queue state (Open/Closing/Closed), driven by Commands.
 //! - [`cronjob`]: Volcano CronJobs: Jobs from a template on a cron schedule.
@@ -23,6 +24,7 @@ pub mod job;
 pub mod job_plugins;
 pub mod jobflow;
 pub mod manager;
+pub mod pod_view;
 pub mod podgroup;
 pub mod queue;
 pub mod time;

@@ -1,7 +1,9 @@
-//! The scheduler's pod watch is protobuf on a real kube-apiserver (the real-cluster tier;
-//! skipped, saying so, where `KUBEBUILDER_ASSETS` provides none): a pod with every field the
-//! scheduler reads set reads the same from the server's protobuf as from its JSON, and the
-//! watch brings a new pod, a change and a deletion.
+//! The pod watch of the scheduler and of the controller-manager is protobuf on a real
+//! kube-apiserver (the real-cluster tier; skipped, saying so, where `KUBEBUILDER_ASSETS`
+//! provides none): a pod with every field either reads set reads the same from the server's
+//! protobuf as from its JSON, and the watch brings a new pod, a change and a deletion. With
+//! `VOLCANO_WRITE_FIXTURES=<dir>` it writes the pod in both encodings there, as the unit
+//! tests' fixtures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -192,7 +194,15 @@ async fn a_pod_watched_in_protobuf_reads_as_in_json() {
 
     // The watch starts before the pod exists, so the pod comes to it as watch events.
     let (tx, mut rx) = mpsc::channel(1024);
-    let watchers = reflect::watch(&client, &[Kind::Pod], PodView::Scheduler, &tx);
+    let mut watchers = reflect::watch(&client, &[Kind::Pod], PodView::Scheduler, &tx);
+    // The controller-manager's watch, beside it.
+    let (tx, mut controllers_rx) = mpsc::channel(1024);
+    watchers.extend(reflect::watch(
+        &client,
+        &[Kind::Pod],
+        PodView::Controllers,
+        &tx,
+    ));
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let uid = owner.metadata.uid.clone().unwrap();
     pods.create(&post, &rich_pod(&uid)).await.unwrap();
@@ -200,22 +210,77 @@ async fn a_pod_watched_in_protobuf_reads_as_in_json() {
         next_about(&mut rx, "rich", |_| true).await,
         "the new pod came through the watch"
     );
-    // A status as the scheduler leaves an unschedulable pod, and a deletion waiting on a
-    // finalizer, so that every field the scheduler reads is set.
-    let status = json!({"status": {"nominatedNodeName": "n1", "conditions": [{
+    // A status as the scheduler leaves an unschedulable pod, container statuses as a kubelet
+    // writes them, and a deletion waiting on a finalizer, so that every field the scheduler
+    // and the controllers read is set.
+    let at = "2026-11-28T00:00:00Z";
+    let container = |name: &str, ready: bool, restarts: i32, state: serde_json::Value| {
+        json!({"name": name, "ready": ready, "restartCount": restarts, "image": "busybox",
+            "imageID": "docker.io/library/busybox@sha256:1", "started": ready, "state": state,
+            "lastState": {"terminated": {"exitCode": 137, "signal": 9, "reason": "Error",
+                "message": "killed", "startedAt": at, "finishedAt": at,
+                "containerID": "containerd://1"}}})
+    };
+    let mut helper = container(
+        "helper",
+        false,
+        0,
+        json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}),
+    );
+    // As a kubelet writes a container that has not restarted.
+    helper["lastState"] = json!({});
+    let status = json!({"status": {"nominatedNodeName": "n1", "startTime": at, "conditions": [{
         "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-        "message": "0/3 nodes are available", "lastTransitionTime": "2026-11-28T00:00:00Z"}]}});
+        "message": "0/3 nodes are available", "lastTransitionTime": at}],
+        "containerStatuses": [
+            container("main", true, 2, json!({"running": {"startedAt": at}})),
+            helper],
+        "initContainerStatuses": [
+            container("sidecar", false, 1, json!({"terminated": {"exitCode": 0,
+                "reason": "Completed", "startedAt": at, "finishedAt": at}}))]}});
     pods.patch_status("rich", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
     pods.delete("rich", &DeleteParams::default()).await.unwrap();
 
-    let json_pod = reflect::read::<Pod>(&get(&client, "application/json").await).unwrap();
-    let from_json = PodView::Scheduler.keep(json_pod);
-    let from_protobuf =
-        reflect::read_protobuf_pod(&get(&client, "application/vnd.kubernetes.protobuf").await)
-            .unwrap();
+    let (json, protobuf) = (
+        get(&client, "application/json").await,
+        get(&client, "application/vnd.kubernetes.protobuf").await,
+    );
+    if let Some(dir) = std::env::var_os("VOLCANO_WRITE_FIXTURES") {
+        // How the unit tests' copies (`tests/fixtures/rich-pod.*`) are made.
+        let dir = std::path::Path::new(&dir);
+        std::fs::write(dir.join("rich-pod.json"), &json).unwrap();
+        std::fs::write(dir.join("rich-pod.pb"), &protobuf).unwrap();
+    }
+    let json_pod = reflect::read::<Pod>(&json).unwrap();
+    let from_json = PodView::Scheduler.keep(json_pod.clone());
+    let from_protobuf = reflect::read_protobuf_pod(&protobuf, PodView::Scheduler).unwrap();
     assert_eq!(from_protobuf, from_json);
+
+    // The controller-manager's view reads the same from both, container statuses and all.
+    let for_controllers = reflect::read_protobuf_pod(&protobuf, PodView::Controllers).unwrap();
+    assert_eq!(for_controllers, PodView::Controllers.keep(json_pod));
+    let statuses = for_controllers.status.as_ref().unwrap();
+    let main = &statuses.container_statuses.as_ref().unwrap()[0];
+    assert_eq!((main.ready, main.restart_count), (true, 2));
+    let running = main.state.as_ref().and_then(|s| s.running.as_ref());
+    assert!(running.is_some_and(|r| r.started_at.is_some()));
+    let helper = &statuses.container_statuses.as_ref().unwrap()[1];
+    let waiting = helper.state.as_ref().and_then(|s| s.waiting.as_ref());
+    assert_eq!(
+        waiting.and_then(|w| w.reason.as_deref()),
+        Some("CrashLoopBackOff")
+    );
+    let sidecar = &statuses.init_container_statuses.as_ref().unwrap()[0];
+    assert_eq!(sidecar.restart_count, 1);
+    assert!(
+        sidecar
+            .state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0 && t.finished_at.is_some())
+    );
     // Both readings hold what was set: equal because both read it, not because both lost it.
     let spec = from_protobuf.spec.as_ref().unwrap();
     assert!(from_protobuf.metadata.deletion_timestamp.is_some());
@@ -249,6 +314,16 @@ async fn a_pod_watched_in_protobuf_reads_as_in_json() {
     assert_eq!(status.conditions.as_ref().map(Vec::len), Some(1));
 
     // The watch brought the change and the deletion as the GET reads them.
+    let want = for_controllers.clone();
+    assert!(
+        next_about(
+            &mut controllers_rx,
+            "rich",
+            |e| matches!(e, watcher::Event::Apply(p) if *p == want)
+        )
+        .await,
+        "the controllers' watch brought the pod as it now is"
+    );
     let want = from_json.clone();
     assert!(
         next_about(

@@ -22,6 +22,7 @@ use volcano_api::topology::HyperNode;
 use volcano_controllers::change::{Change, Owned};
 use volcano_controllers::job::controller::Refusal;
 
+use super::POD_VIEW;
 use crate::mirror::Update;
 use crate::scheduler::writes::{replace_member, replace_status};
 
@@ -183,7 +184,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
     let applied = |u: Update| Ok(vec![u]);
     match change {
         Change::CreatePod(pod) => match create::<Pod>(client, pod).await? {
-            Some(p) => applied(Update::Pod(watcher::Event::Apply(p))),
+            Some(p) => applied(Update::Pod(watcher::Event::Apply(POD_VIEW.keep(p)))),
             None => Ok(Vec::new()),
         },
         Change::PatchPodAnnotations {
@@ -196,7 +197,7 @@ pub async fn apply(client: &Client, change: &Change) -> Result<Vec<Update>, Chan
                 .patch(name, &pp, &Patch::Merge(annotations_patch(annotations)))
                 .await
                 .map_err(|e| api_err(what, e))?;
-            applied(Update::Pod(watcher::Event::Apply(p)))
+            applied(Update::Pod(watcher::Event::Apply(POD_VIEW.keep(p))))
         }
         Change::DeletePod { namespace, name } => {
             delete::<Pod>(client, namespace, name).await?;

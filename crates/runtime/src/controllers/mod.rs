@@ -26,6 +26,11 @@ use crate::{RuntimeError, Stop};
 use hypernode_config::{CONFIG_PERIOD, ControllerConfigMap};
 use volcano_api::WatchEvent;
 
+/// What the controller-manager keeps of each pod: from its watch, and from what the API server
+/// gives back for a pod it created or patched. The two must agree, since the mirror takes no
+/// watch event of a version it already holds.
+pub(crate) const POD_VIEW: reflect::PodView = reflect::PodView::Controllers;
+
 /// The kinds the controllers read: ReplicaSets and StatefulSets size their pods' PodGroups;
 /// CronJobs and JobFlows create Jobs, JobFlows from JobTemplates; nodes' labels make
 /// HyperNodes, whose node counts are kept.
@@ -219,7 +224,7 @@ impl ControllerRuntime {
         mut stop: Stop,
     ) -> Result<(), RuntimeError> {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
-        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, reflect::PodView::Full, &tx);
+        let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, POD_VIEW, &tx);
         drop(tx);
         loop {
             while let Ok(u) = rx.try_recv() {

@@ -34,6 +34,7 @@ use volcano_api::k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_api::topology::HyperNode;
+use volcano_controllers::pod_view::controller_pod;
 use volcano_scheduler::cache::slim_pod;
 
 use crate::mirror::{Kind, Update};
@@ -171,8 +172,11 @@ fn typed<K>(kind: &str, ev: watcher::Event<Lenient<K>>) -> Option<watcher::Event
 /// How much of each watched pod a mirror keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodView {
-    /// All of it: the controllers read containers' statuses, templates' fields and the rest.
+    /// All of it, watched in JSON: for a mirror whose readers are not known.
     Full,
+    /// What the controllers read ([`controller_pod`]): identity, owners, resources, phase,
+    /// conditions and container statuses.
+    Controllers,
     /// What the scheduler reads ([`slim_pod`]): most of a pod (environment, mounts, probes,
     /// the service-account volume, container statuses) is never read by it, and it holds
     /// every pod of the cluster.
@@ -184,6 +188,7 @@ impl PodView {
     pub fn keep(self, pod: Pod) -> Pod {
         match self {
             PodView::Full => pod,
+            PodView::Controllers => controller_pod(pod),
             PodView::Scheduler => slim_pod(pod),
         }
     }
@@ -295,9 +300,9 @@ pub fn watch(
     kinds
         .iter()
         .map(|k| match k {
-            // The scheduler's pod watch is the one watch whose encoding showed in the API
-            // server's CPU; the controllers' full pods stay JSON, which reads every field.
-            Kind::Pod if pods == PodView::Scheduler => {
+            // Pods are the one kind whose watch encoding shows in the API server's CPU: a
+            // view names the fields read, so that protobuf can be read into them.
+            Kind::Pod if pods != PodView::Full => {
                 tokio::spawn(pod_watch::run(client.clone(), tx.clone(), pods))
             }
             Kind::Pod => spawn::<Pod>(client, tx, move |ev| {

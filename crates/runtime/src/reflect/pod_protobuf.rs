@@ -1,6 +1,7 @@
-//! A pod read from Kubernetes' protobuf encoding (as `k8s-pb` decodes it) into the fields the
-//! scheduler keeps of it ([`slim_pod`](volcano_scheduler::cache::slim_pod)), so that a pod
-//! watched in protobuf reads exactly as the same pod watched in JSON.
+//! A pod read from Kubernetes' protobuf encoding (as `k8s-pb` decodes it) into the fields that
+//! the scheduler ([`slim_pod`](volcano_scheduler::cache::slim_pod)) and the controllers
+//! ([`controller_pod`](volcano_controllers::pod_view::controller_pod)) keep of it, so that a pod
+//! watched in protobuf reads exactly as the same pod watched in JSON, once each view is taken.
 //!
 //! Go's protobuf writes every field that is not a pointer, empty or not, where its JSON leaves
 //! out the empty ones (`omitempty`). So an empty string, list or map, a `false` and a zero
@@ -13,7 +14,8 @@ use k8s_pb::api::core::v1 as pb;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity as PbQuantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
 use volcano_api::k8s_openapi::api::core::v1::{
-    Affinity, CSIVolumeSource, Container, ContainerPort, EphemeralVolumeSource,
+    Affinity, CSIVolumeSource, Container, ContainerPort, ContainerState, ContainerStateRunning,
+    ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, EphemeralVolumeSource,
     LocalObjectReference, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     PersistentVolumeClaimSpec, PersistentVolumeClaimTemplate, PersistentVolumeClaimVolumeSource,
     Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodCondition, PodSchedulingGate, PodSpec,
@@ -27,17 +29,21 @@ use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use volcano_api::k8s_openapi::jiff::Timestamp;
 
-/// The pod, with what the scheduler reads of it; the rest is left unset.
-pub fn scheduler_pod(pod: pb::Pod) -> Pod {
+use super::PodView;
+
+/// The pod, with what `view` reads of it (the scheduler's fields, and for the controllers
+/// container statuses too); the rest is left unset. The view still has to be taken.
+pub fn read_pod(pod: pb::Pod, view: PodView) -> Pod {
+    let statuses = view != PodView::Scheduler;
     Pod {
         metadata: pod.metadata.map(meta).unwrap_or_default(),
         spec: pod.spec.map(spec),
-        status: pod.status.map(status),
+        status: pod.status.map(|s| status(s, statuses)),
     }
 }
 
-/// The identity, labels, annotations, times and owners: what the scheduler and the PVC
-/// templates of ephemeral volumes read.
+/// The identity, labels, annotations, times and owners: what the scheduler, the controllers
+/// and the PVC templates of ephemeral volumes read.
 fn meta(m: pbmeta::ObjectMeta) -> ObjectMeta {
     ObjectMeta {
         name: text(m.name),
@@ -201,7 +207,7 @@ fn label_selector(s: pbmeta::LabelSelector) -> LabelSelector {
     }
 }
 
-/// What the scheduler reads of a container: name, resources, ports, restart policy. Ports
+/// What is read of a container: name, resources, ports, restart policy. Ports
 /// are all kept here, as JSON gives them; [`slim_pod`](volcano_scheduler::cache::slim_pod)
 /// keeps the host ports.
 fn container(c: pb::Container) -> Container {
@@ -292,7 +298,12 @@ fn claim_spec(s: pb::PersistentVolumeClaimSpec) -> PersistentVolumeClaimSpec {
     }
 }
 
-fn status(s: pb::PodStatus) -> PodStatus {
+fn status(s: pb::PodStatus, statuses: bool) -> PodStatus {
+    let (containers, inits) = if statuses {
+        (s.container_statuses, s.init_container_statuses)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     PodStatus {
         phase: text(s.phase),
         start_time: s.start_time.and_then(time),
@@ -306,7 +317,48 @@ fn status(s: pb::PodStatus) -> PodStatus {
             last_transition_time: c.last_transition_time.and_then(time),
             observed_generation: c.observed_generation.filter(|&g| g != 0),
         }),
+        container_statuses: list(containers, container_status),
+        init_container_statuses: list(inits, container_status),
         ..PodStatus::default()
+    }
+}
+
+/// What the controllers read of a container's status: name, readiness, restarts and states.
+/// `ready` and `restartCount` are written by JSON even when false or zero.
+fn container_status(s: pb::ContainerStatus) -> ContainerStatus {
+    ContainerStatus {
+        name: s.name.unwrap_or_default(),
+        ready: s.ready.unwrap_or_default(),
+        restart_count: s.restart_count.unwrap_or_default(),
+        // A pointer in Go, written as it is.
+        started: s.started,
+        state: s.state.map(container_state),
+        last_state: s.last_state.map(container_state),
+        ..ContainerStatus::default()
+    }
+}
+
+/// A container's state. An empty state is written by both encodings (a struct in JSON) and
+/// reads as one with nothing set.
+fn container_state(s: pb::ContainerState) -> ContainerState {
+    ContainerState {
+        waiting: s.waiting.map(|w| ContainerStateWaiting {
+            reason: text(w.reason),
+            message: text(w.message),
+        }),
+        running: s.running.map(|r| ContainerStateRunning {
+            started_at: r.started_at.and_then(time),
+        }),
+        terminated: s.terminated.map(|t| ContainerStateTerminated {
+            // Written by JSON even when zero: a clean exit.
+            exit_code: t.exit_code.unwrap_or_default(),
+            signal: t.signal.filter(|&s| s != 0),
+            reason: text(t.reason),
+            message: text(t.message),
+            started_at: t.started_at.and_then(time),
+            finished_at: t.finished_at.and_then(time),
+            container_id: text(t.container_id),
+        }),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The scheduler's pod watch, in Kubernetes' protobuf encoding as kube-scheduler's is.
+//! The pod watch of the scheduler and of the controller-manager, in Kubernetes' protobuf
+//! encoding as kube-scheduler's and kube-controller-manager's are.
 //!
 //! Every pod event goes to every pod watcher, so the API server writes a pod per event per
 //! watcher: a JSON pod is larger than the same pod in protobuf, and writing it cost the API
@@ -21,7 +22,7 @@ use prost::Message;
 use tokio::sync::mpsc;
 use volcano_api::k8s_openapi::api::core::v1::Pod;
 
-use super::pod_protobuf::scheduler_pod;
+use super::pod_protobuf::read_pod;
 use super::{Lenient, PodView, WatchBackoff, kept, typed};
 use crate::mirror::Update;
 use crate::protobuf::{self, read::field};
@@ -91,7 +92,7 @@ enum WatchEnd {
     Failed(String),
 }
 
-/// Watches pods for a scheduler's mirror, in protobuf while the server speaks it.
+/// Watches pods for a mirror that keeps `pods` of each, in protobuf while the server speaks it.
 pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView) {
     let api: Api<Lenient<Pod>> = Api::all(client.clone());
     let mut backoff = WatchBackoff::default();
@@ -263,7 +264,7 @@ async fn watch(
             events += 1;
             match event(frame) {
                 Ok(Event::Pod(kind, pod)) => {
-                    let pod = scheduler_pod(*pod);
+                    let pod = read_pod(*pod, pods);
                     if let Some(v) = pod.metadata.resource_version.clone() {
                         *version = v;
                     }
@@ -379,14 +380,14 @@ fn event(frame: &[u8]) -> Result<Event, ReadError> {
 }
 
 /// A pod in its protobuf envelope (as a GET answers it in protobuf, or a watch event holds
-/// it), read exactly as the scheduler's watch reads it.
-pub fn read(envelope: &[u8]) -> Result<Pod, ReadError> {
+/// it), read exactly as a watch keeping `view` of each pod reads it.
+pub fn read(envelope: &[u8], view: PodView) -> Result<Pod, ReadError> {
     let object = protobuf::object(envelope).ok_or(ReadError::NoEnvelope)?;
     let pod = pb::Pod::decode(object).map_err(|source| ReadError::Decode {
         what: "pod",
         source,
     })?;
-    Ok(PodView::Scheduler.keep(scheduler_pod(pod)))
+    Ok(view.keep(read_pod(pod, view)))
 }
 
 #[cfg(test)]

@@ -113,14 +113,14 @@ fn a_deletion_and_an_expired_version_read_as_such_and_garbage_as_an_error() {
 
 #[test]
 fn a_pod_reads_as_its_json_does_empty_fields_unset() {
-    let p = read(&envelope("Pod", &pod("a", "11"))).unwrap();
+    let p = read(&envelope("Pod", &pod("a", "11")), PodView::Scheduler).unwrap();
     assert_eq!(p.metadata.name.as_deref(), Some("a"));
     assert_eq!(p.metadata.resource_version.as_deref(), Some("11"));
     let spec = p.spec.unwrap();
     assert_eq!(spec.scheduler_name.as_deref(), Some("volcano"));
     // Go writes an empty nodeName in protobuf; JSON leaves it out, and so does this reading.
     assert_eq!(spec.node_name, None);
-    assert!(read(b"{}").is_err());
+    assert!(read(b"{}", PodView::Scheduler).is_err());
 }
 
 /// An API server answering pod lists in JSON and pod watches from `watches`, one answer per
@@ -245,15 +245,27 @@ async fn a_server_that_watches_only_in_json_is_watched_in_json() {
     );
 }
 
-/// A pod with every field the scheduler reads set, as kube-apiserver v1.36 answered a GET of it
-/// in JSON and in protobuf: the pod of the real-cluster tier's `real_pod_protobuf`.
+/// A pod with every field the scheduler or the controllers read set, as kube-apiserver v1.36
+/// answered a GET of it in JSON and in protobuf: the pod of the real-cluster tier's
+/// `real_pod_protobuf`, written by it with `VOLCANO_WRITE_FIXTURES`.
 #[test]
 fn a_pod_from_kube_apiserver_reads_the_same_from_protobuf_as_from_json() {
     let json = include_bytes!("../../tests/fixtures/rich-pod.json");
     let protobuf = include_bytes!("../../tests/fixtures/rich-pod.pb");
     let from_json = PodView::Scheduler.keep(super::super::read::<Pod>(json).unwrap());
-    let from_protobuf = read(protobuf).unwrap();
+    let from_protobuf = read(protobuf, PodView::Scheduler).unwrap();
     assert_eq!(from_protobuf, from_json);
+    let for_controllers = PodView::Controllers.keep(super::super::read::<Pod>(json).unwrap());
+    assert_eq!(
+        read(protobuf, PodView::Controllers).unwrap(),
+        for_controllers
+    );
+    let statuses = for_controllers.status.as_ref().unwrap();
+    assert_eq!(statuses.container_statuses.as_ref().map(Vec::len), Some(2));
+    assert_eq!(
+        statuses.init_container_statuses.as_ref().map(Vec::len),
+        Some(1)
+    );
     let spec = from_protobuf.spec.as_ref().unwrap();
     assert!(
         spec.affinity
@@ -298,7 +310,7 @@ fn pointer_fields_keep_false_and_empty_as_json_does() {
             }),
         }];
     }
-    let read = read(&envelope("Pod", &p)).unwrap();
+    let read = read(&envelope("Pod", &p), PodView::Scheduler).unwrap();
     let volumes = read.spec.and_then(|s| s.volumes).unwrap_or_default();
     let csi = volumes[0].csi.as_ref().unwrap();
     assert_eq!(csi.read_only, Some(false));

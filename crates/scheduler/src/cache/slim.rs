@@ -2,15 +2,11 @@
 //! probes, other volumes, container statuses, IPs) is most of a pod and is never read.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use volcano_api::k8s_openapi;
+use volcano_api::pod_meta::kept_meta;
 use volcano_api::scheduling::ResourceList;
 
 use crate::framework::POD_SCHEDULED;
-
-/// `kubectl apply`'s copy of the whole object it applied: often the largest annotation, and no
-/// one here reads it.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The resources a container may ask for and still be folded into its pod's overhead
 /// ([`fold_into_overhead`]): none of them is read per container (GPUs are).
@@ -28,10 +24,6 @@ pub fn slim_pod(pod: Pod) -> Pod {
         spec,
         status,
     } = pod;
-    let annotations = m.annotations.map(|mut a| {
-        a.remove(LAST_APPLIED);
-        a
-    });
     let spec = spec.map(|s| {
         let mut spec = PodSpec {
             affinity: s.affinity,
@@ -78,18 +70,7 @@ pub fn slim_pod(pod: Pod) -> Pod {
         ..Default::default()
     });
     Pod {
-        metadata: ObjectMeta {
-            name: m.name,
-            namespace: m.namespace,
-            uid: m.uid,
-            resource_version: m.resource_version,
-            labels: m.labels,
-            annotations,
-            creation_timestamp: m.creation_timestamp,
-            deletion_timestamp: m.deletion_timestamp,
-            owner_references: m.owner_references,
-            ..Default::default()
-        },
+        metadata: kept_meta(m),
         spec,
         status,
     }
