@@ -7,12 +7,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::watch;
+use kube::api::ListParams;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use volcano_runtime::mirror::Update;
+use volcano_runtime::reflect::{self, PodScope, PodView, UPDATE_CHANNEL};
 
 use super::objects::RUN_LABEL;
 
@@ -71,6 +73,16 @@ impl Seen {
     }
 }
 
+/// Aborts the watcher it holds when dropped, so that ending the task that reads the watch
+/// ends the watch.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The running watch.
 pub struct Bindings {
     seen: Arc<Mutex<Seen>>,
@@ -82,41 +94,51 @@ pub struct Bindings {
 const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Bindings {
-    /// Starts watching the pods of `run` and returns once the first listing is in.
+    /// Starts watching the pods of `run` in `namespace` and returns once the first listing is
+    /// in. The watch is protobuf, as kube-scheduler's and kube-controller-manager's are, so
+    /// that the API server encodes no pod in JSON for the measurement itself.
     pub async fn start(
-        pods: Api<Pod>,
+        client: Client,
+        namespace: &str,
         run: &str,
         origin_label: Option<&'static str>,
     ) -> anyhow::Result<Bindings> {
-        let config = watcher::Config::default().labels(&format!("{RUN_LABEL}={run}"));
+        let selector = format!("{RUN_LABEL}={run}");
+        // The watch retries whatever fails; a first list refused (no permission, no server)
+        // ends the run instead, saying why.
+        let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+        pods.list_metadata(&ListParams::default().labels(&selector).limit(1))
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot watch pods: {e}"))?;
+        let scope = PodScope {
+            namespace: Some(namespace.to_string()),
+            labels: Some(selector),
+        };
+        let (tx, mut updates) = mpsc::channel(UPDATE_CHANNEL);
+        // The scheduler's view of a pod holds what is read here: name, labels, node.
+        let watcher = reflect::watch_pods(&client, scope, PodView::Scheduler, &tx);
+        drop(tx);
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (count, bound) = watch::channel(0usize);
-        let (listed_tx, listed) = tokio::sync::oneshot::channel::<Result<(), String>>();
+        let (listed_tx, listed) = tokio::sync::oneshot::channel::<()>();
         let shared = seen.clone();
         let task = tokio::spawn(async move {
-            let mut events = watcher(pods, config).default_backoff().boxed();
+            let _watcher = AbortOnDrop(watcher);
             let mut listed_tx = Some(listed_tx);
-            while let Some(event) = events.next().await {
+            while let Some(update) = updates.recv().await {
                 let now = Instant::now();
+                let Update::Pod(event) = update else {
+                    continue;
+                };
                 let pod = match event {
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
-                    Ok(watcher::Event::InitDone) => {
+                    watcher::Event::Apply(p) | watcher::Event::InitApply(p) => p,
+                    watcher::Event::InitDone => {
                         if let Some(tx) = listed_tx.take() {
-                            let _ = tx.send(Ok(()));
+                            let _ = tx.send(());
                         }
                         continue;
                     }
-                    Ok(watcher::Event::Init | watcher::Event::Delete(_)) => continue,
-                    Err(e) => {
-                        // Before the first listing an error ends the run (no permission, no
-                        // server); later ones are retried by the watcher with backoff.
-                        if let Some(tx) = listed_tx.take() {
-                            let _ = tx.send(Err(e.to_string()));
-                            return;
-                        }
-                        tracing::warn!(error = %e, "the pod watch failed; it resumes");
-                        continue;
-                    }
+                    watcher::Event::Init | watcher::Event::Delete(_) => continue,
                 };
                 let mut seen = shared.lock().unwrap_or_else(PoisonError::into_inner);
                 seen.observe(&pod, origin_label, now);
@@ -124,8 +146,7 @@ impl Bindings {
             }
         });
         match tokio::time::timeout(LIST_TIMEOUT, listed).await {
-            Ok(Ok(Ok(()))) => Ok(Bindings { seen, bound, task }),
-            Ok(Ok(Err(e))) => Err(anyhow::anyhow!("cannot watch pods: {e}")),
+            Ok(Ok(())) => Ok(Bindings { seen, bound, task }),
             Ok(Err(_)) => Err(anyhow::anyhow!("the pod watch ended before listing")),
             Err(_) => {
                 task.abort();

@@ -46,10 +46,9 @@ pub async fn drive(args: &LoadArgs, plan: &Plan) -> Result<Report, Failure> {
 
     let before = apimetrics::scrape(&client).await;
     let origin_label = matches!(plan.workload, Workload::Jobs(_)).then_some(keys::JOB_NAME);
-    let mut bindings =
-        Bindings::start(Api::namespaced(client.clone(), ns), &plan.run, origin_label)
-            .await
-            .map_err(internal)?;
+    let mut bindings = Bindings::start(client.clone(), ns, &plan.run, origin_label)
+        .await
+        .map_err(internal)?;
     let mut samplers = Vec::new();
     for (flag, name, pid) in [
         ("--scheduler-pid", "scheduler", args.scheduler_pid),

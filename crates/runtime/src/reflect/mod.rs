@@ -42,7 +42,7 @@ use crate::mirror::{Kind, Update};
 mod pod_protobuf;
 mod pod_watch;
 
-pub use pod_watch::{ReadError, read as read_protobuf_pod};
+pub use pod_watch::{PodScope, ReadError, read as read_protobuf_pod};
 
 /// Room for watch events not yet taken by the loop; a full channel slows the watchers down
 /// (back-pressure) rather than growing memory.
@@ -217,8 +217,8 @@ where
     tokio::spawn(json_watch(client.clone(), tx.clone(), wrap))
 }
 
-/// Lists and watches `K` in JSON with kube-rs' watcher, each event sent on as `wrap` makes it,
-/// until the receiver is gone.
+/// Lists and watches every `K` of the cluster in JSON with kube-rs' watcher, each event sent on
+/// as `wrap` makes it, until the receiver is gone.
 async fn json_watch<K>(
     client: Client,
     tx: mpsc::Sender<Update>,
@@ -228,8 +228,21 @@ async fn json_watch<K>(
     K::DynamicType: Default + Clone + Eq + std::hash::Hash + Debug + Send + Sync,
 {
     let api: Api<Lenient<K>> = Api::all_with(client, &K::DynamicType::default());
+    json_watch_of(api, watcher::Config::default().any_semantic(), tx, wrap).await;
+}
+
+/// Lists and watches the `K` of `api` that `config` selects, as [`json_watch`].
+async fn json_watch_of<K>(
+    api: Api<Lenient<K>>,
+    config: watcher::Config,
+    tx: mpsc::Sender<Update>,
+    wrap: impl Fn(watcher::Event<K>) -> Update + Send + 'static,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + Debug + Send + Sync,
+{
     let name = K::kind(&K::DynamicType::default()).into_owned();
-    let mut stream = watcher(api, watcher::Config::default().any_semantic())
+    let mut stream = watcher(api, config)
         .backoff(WatchBackoff::default())
         .boxed();
     while let Some(ev) = stream.next().await {
@@ -302,9 +315,7 @@ pub fn watch(
         .map(|k| match k {
             // Pods are the one kind whose watch encoding shows in the API server's CPU: a
             // view names the fields read, so that protobuf can be read into them.
-            Kind::Pod if pods != PodView::Full => {
-                tokio::spawn(pod_watch::run(client.clone(), tx.clone(), pods))
-            }
+            Kind::Pod if pods != PodView::Full => watch_pods(client, PodScope::cluster(), pods, tx),
             Kind::Pod => spawn::<Pod>(client, tx, move |ev| {
                 Update::Pod(kept(ev, |p| pods.keep(p)))
             }),
@@ -332,6 +343,18 @@ pub fn watch(
             Kind::HyperNode => spawn::<HyperNode>(client, tx, Update::HyperNode),
         })
         .collect()
+}
+
+/// Starts a watcher of the pods of `scope`, kept as `pods` says: in protobuf where the server
+/// speaks it, but for [`PodView::Full`], which only JSON reads whole. It stops when the
+/// receiver is dropped or the handle aborted.
+pub fn watch_pods(
+    client: &Client,
+    scope: PodScope,
+    pods: PodView,
+    tx: &mpsc::Sender<Update>,
+) -> JoinHandle<()> {
+    tokio::spawn(pod_watch::run(client.clone(), scope, tx.clone(), pods))
 }
 
 #[cfg(test)]

@@ -92,13 +92,77 @@ enum WatchEnd {
     Failed(String),
 }
 
-/// Watches pods for a mirror that keeps `pods` of each, in protobuf while the server speaks it.
-pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView) {
-    let api: Api<Lenient<Pod>> = Api::all(client.clone());
+/// Which pods a watch covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodScope {
+    /// Only this namespace's; `None`: the whole cluster's.
+    pub namespace: Option<String>,
+    /// Only those this label selector selects.
+    pub labels: Option<String>,
+}
+
+impl PodScope {
+    /// Every pod of the cluster.
+    pub fn cluster() -> Self {
+        PodScope::default()
+    }
+
+    fn api(&self, client: Client) -> Api<Lenient<Pod>> {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        }
+    }
+
+    /// The list parameters kube-rs' watcher lists with (any version, [`PAGE`] pods a page).
+    fn list_params(&self) -> ListParams {
+        let params = ListParams::default().match_any().limit(PAGE);
+        match &self.labels {
+            Some(l) => params.labels(l),
+            None => params,
+        }
+    }
+
+    /// What kube-rs' JSON watcher is given for the same pods.
+    fn json_config(&self) -> watcher::Config {
+        let config = watcher::Config::default().any_semantic();
+        match &self.labels {
+            Some(l) => config.labels(l),
+            None => config,
+        }
+    }
+
+    /// The path and query of a watch from `version`.
+    fn watch_path(&self, version: &str) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("watch", "true")
+            .append_pair("allowWatchBookmarks", "true")
+            .append_pair("timeoutSeconds", &WATCH_SECONDS.to_string())
+            .append_pair("resourceVersion", version);
+        if let Some(l) = &self.labels {
+            query.append_pair("labelSelector", l);
+        }
+        let query = query.finish();
+        match &self.namespace {
+            Some(ns) => format!("/api/v1/namespaces/{ns}/pods?{query}"),
+            None => format!("/api/v1/pods?{query}"),
+        }
+    }
+}
+
+/// Watches the pods of `scope` for a mirror that keeps `pods` of each, in protobuf while the
+/// server speaks it.
+pub(super) async fn run(client: Client, scope: PodScope, tx: mpsc::Sender<Update>, pods: PodView) {
+    let api = scope.api(client.clone());
+    if pods == PodView::Full {
+        // Protobuf is read into the fields a view names; only JSON gives the whole pod.
+        return super::json_watch_of(api, scope.json_config(), tx, Update::Pod).await;
+    }
     let mut backoff = WatchBackoff::default();
     let mut said = false;
     loop {
-        let mut version = match list(&api, &tx, pods).await {
+        let mut version = match list(&api, &scope, &tx, pods).await {
             Ok(Listed::Version(v)) => v,
             Ok(Listed::ReceiverGone) => return,
             Ok(Listed::NoVersion) => {
@@ -116,7 +180,7 @@ pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView)
             }
         };
         loop {
-            match watch(&client, &mut version, &tx, pods, &mut said).await {
+            match watch(&client, &scope, &mut version, &tx, pods, &mut said).await {
                 // Events came, so the watch works: the next failure starts the delays over.
                 WatchEnd::Closed => backoff = WatchBackoff::default(),
                 WatchEnd::Gone(why) => {
@@ -128,7 +192,7 @@ pub(super) async fn run(client: Client, tx: mpsc::Sender<Update>, pods: PodView)
                 }
                 WatchEnd::NotProtobuf => {
                     tracing::info!("the API server does not watch in protobuf: watching JSON");
-                    super::json_watch::<Pod>(client, tx, move |ev| {
+                    super::json_watch_of(api, scope.json_config(), tx, move |ev| {
                         Update::Pod(kept(ev, |p| pods.keep(p)))
                     })
                     .await;
@@ -154,10 +218,10 @@ enum Listed {
     ReceiverGone,
 }
 
-/// Lists every pod into the mirror (`Init`, one `InitApply` each, `InitDone`), with the
-/// parameters kube-rs' watcher lists with (any version, [`PAGE`] pods a page).
+/// Lists every pod of the scope into the mirror (`Init`, one `InitApply` each, `InitDone`).
 async fn list(
     api: &Api<Lenient<Pod>>,
+    scope: &PodScope,
     tx: &mpsc::Sender<Update>,
     pods: PodView,
 ) -> Result<Listed, kube::Error> {
@@ -165,7 +229,7 @@ async fn list(
     if send(watcher::Event::Init).await.is_err() {
         return Ok(Listed::ReceiverGone);
     }
-    let mut params = ListParams::default().match_any().limit(PAGE);
+    let mut params = scope.list_params();
     loop {
         let page = api.list(&params).await?;
         for item in page.items {
@@ -194,16 +258,13 @@ async fn list(
 /// One watch request from `version`, its events sent on as they come; `version` follows them.
 async fn watch(
     client: &Client,
+    scope: &PodScope,
     version: &mut String,
     tx: &mpsc::Sender<Update>,
     pods: PodView,
     said: &mut bool,
 ) -> WatchEnd {
-    let path = format!(
-        "/api/v1/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds={WATCH_SECONDS}\
-         &resourceVersion={version}"
-    );
-    let request = match http::Request::get(path)
+    let request = match http::Request::get(scope.watch_path(version))
         .header(header::ACCEPT, ACCEPT)
         // Kubernetes from 1.37 compresses watch streams event by event; kube-rs opts out too.
         .header(header::ACCEPT_ENCODING, "identity")

@@ -183,7 +183,7 @@ fn describe(update: Update) -> String {
 
 async fn updates(client: Client, n: usize) -> Vec<String> {
     let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(run(client, tx, PodView::Scheduler));
+    let task = tokio::spawn(run(client, PodScope::cluster(), tx, PodView::Scheduler));
     let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
@@ -315,4 +315,39 @@ fn pointer_fields_keep_false_and_empty_as_json_does() {
     let csi = volumes[0].csi.as_ref().unwrap();
     assert_eq!(csi.read_only, Some(false));
     assert_eq!(csi.fs_type.as_deref(), Some(""));
+}
+
+#[tokio::test]
+async fn a_scoped_watch_lists_and_watches_one_namespace_by_its_selector() {
+    let first = frame("ADDED", envelope("Pod", &pod("added", "11")));
+    let (client, asked) = server(vec![first], false);
+    let scope = PodScope {
+        namespace: Some("load".to_string()),
+        labels: Some("volcano.sh/load-run=abc".to_string()),
+    };
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(run(client, scope, tx, PodView::Scheduler));
+    let mut got = Vec::new();
+    while got.len() < 4 {
+        match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            Ok(Some(u)) => got.push(describe(u)),
+            _ => break,
+        }
+    }
+    task.abort();
+    assert_eq!(got, ["init", "listed listed", "listed", "apply added"]);
+    let asked = asked.lock().unwrap().clone();
+    let selector = "labelSelector=volcano.sh%2Fload-run%3Dabc";
+    assert!(
+        asked[0].starts_with("/api/v1/namespaces/load/pods?") && asked[0].contains(selector),
+        "{asked:?}"
+    );
+    let watch = &asked[1];
+    assert!(
+        watch.starts_with("/api/v1/namespaces/load/pods?")
+            && watch.contains("watch=true")
+            && watch.contains("resourceVersion=10")
+            && watch.contains(selector),
+        "{asked:?}"
+    );
 }
