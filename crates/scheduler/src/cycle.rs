@@ -108,6 +108,12 @@ impl SchedulingCycle {
         }
     }
 
+    /// Whether `pod`'s gang, as followed so far, still has fewer pods than it needs
+    /// ([`SchedulerCache::gang_short_of_pods`]).
+    pub fn gang_short_of_pods(&self, pod: &volcano_api::k8s_openapi::api::core::v1::Pod) -> bool {
+        self.cache.gang_short_of_pods(pod)
+    }
+
     /// Forgets the kept snapshot: the next one is built from all objects.
     pub fn invalidate(&mut self) {
         self.cache.invalidate();

@@ -242,10 +242,24 @@ impl SchedulerRuntime {
             if let WatchEvent::Pod(None, Some(p)) = &e {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
             }
-            if wakes && !self.work {
-                self.work = wake::opens_work(&e) && !self.awaits_its_pod(&e);
-            }
             self.cycle.follow(&e);
+            if wakes && !self.work {
+                self.work = wake::opens_work(&e)
+                    && !self.awaits_its_pod(&e)
+                    && !self.joins_a_gang_still_short(&e);
+            }
+        }
+    }
+
+    /// Whether `e` is a new pod whose gang still lacks pods its controller is making (a
+    /// Volcano Job's pods come one by one): a session for it could only tell the gang it is
+    /// short, then tell it again once it is whole, two status writes and events per pod more
+    /// than a gang seen whole costs, which under load slowed the API server. The pod that
+    /// completes the gang starts the session; the period's tick still runs one meanwhile.
+    fn joins_a_gang_still_short(&self, e: &WatchEvent) -> bool {
+        match e {
+            WatchEvent::Pod(None, Some(p)) => self.cycle.gang_short_of_pods(p),
+            _ => false,
         }
     }
 

@@ -128,6 +128,20 @@ impl SchedulerCache {
         }
     }
 
+    /// Whether the gang `pod` belongs to has, the pod taken in, fewer pods than its
+    /// PodGroup's `minMember`: a controller still making them, so no session can place any of
+    /// them yet. `false` where the cache does not know (no kept state, no such PodGroup).
+    pub fn gang_short_of_pods(&self, pod: &Pod) -> bool {
+        let Some(state) = &self.state else {
+            return false;
+        };
+        let Some(&j) = group_key(pod, &self.opts).and_then(|k| state.jobs.get(&k)) else {
+            return false;
+        };
+        let job = state.snap.job(j);
+        i64::try_from(job.tasks.len()).unwrap_or(i64::MAX) < i64::from(job.min_available)
+    }
+
     /// A pod was created (`old` is `None`), changed, or deleted (`new` is `None`).
     /// The cache keeps a share of `new` (no copy).
     pub fn pod_changed(&mut self, old: Option<&Pod>, new: Option<&Arc<Pod>>) {

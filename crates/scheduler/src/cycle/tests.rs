@@ -180,3 +180,27 @@ fn a_namespace_or_claim_changed_keeps_the_snapshot_and_rereads_only_the_cluster_
         "nothing changed: the cluster objects are shared, not read again"
     );
 }
+
+#[test]
+fn a_gang_is_short_of_pods_until_its_last_pod_is_followed() {
+    let yaml = CLUSTER.replace("spec: {minMember: 1}", "spec: {minMember: 3}");
+    let mut objs = match load_str(Path::new("cycle.yaml"), &yaml) {
+        Ok(s) => s.objects,
+        Err(e) => panic!("{e}"),
+    };
+    objs.queues.push(implicit_queue(keys::ROOT_QUEUE));
+    objs.queues.push(implicit_queue(keys::DEFAULT_QUEUE));
+    let mut cycle = SchedulingCycle::new(CacheOptions::default());
+    let first = objs.pods[0].clone();
+    // Before any snapshot the cache knows no gang: short of nothing, so a pod wakes a session.
+    assert!(!cycle.gang_short_of_pods(&first));
+    if let Err(e) = cycle.prepare(&objs) {
+        panic!("{e}");
+    }
+    assert!(cycle.gang_short_of_pods(&first), "2 of 3 pods");
+    let mut third = (*first).clone();
+    third.metadata.name = Some("third".to_string());
+    let third = Arc::new(third);
+    cycle.follow(&WatchEvent::Pod(None, Some(third.clone())));
+    assert!(!cycle.gang_short_of_pods(&third), "the gang is whole");
+}
