@@ -7,6 +7,7 @@
 //! where it likes (the kube runtime off its async threads) and writes the decisions back. A
 //! [`SessionObserver`] sees each plugin and action run, so a runtime can time them.
 
+use volcano_api::k8s_openapi::api::core::v1::Pod;
 use volcano_api::scheduling::Queue;
 use volcano_api::{NamespacedName, ObjectKind, Objects, WatchEvent, keys};
 
@@ -110,7 +111,7 @@ impl SchedulingCycle {
 
     /// Whether `pod`'s gang, as followed so far, still has fewer pods than it needs
     /// ([`SchedulerCache::gang_short_of_pods`]).
-    pub fn gang_short_of_pods(&self, pod: &volcano_api::k8s_openapi::api::core::v1::Pod) -> bool {
+    pub fn gang_short_of_pods(&self, pod: &Pod) -> bool {
         self.cache.gang_short_of_pods(pod)
     }
 

@@ -315,10 +315,7 @@ pub fn watch(
         .map(|k| match k {
             // Pods are the one kind whose watch encoding shows in the API server's CPU: a
             // view names the fields read, so that protobuf can be read into them.
-            Kind::Pod if pods != PodView::Full => watch_pods(client, PodScope::cluster(), pods, tx),
-            Kind::Pod => spawn::<Pod>(client, tx, move |ev| {
-                Update::Pod(kept(ev, |p| pods.keep(p)))
-            }),
+            Kind::Pod => watch_pods(client, PodScope::cluster(), pods, tx),
             Kind::Node => spawn::<Node>(client, tx, Update::Node),
             Kind::PodGroup => spawn::<PodGroup>(client, tx, Update::PodGroup),
             Kind::Queue => spawn::<Queue>(client, tx, Update::Queue),

@@ -323,17 +323,14 @@ fn status(s: pb::PodStatus, statuses: bool) -> PodStatus {
     }
 }
 
-/// What the controllers read of a container's status: name, readiness, restarts and states.
-/// `ready` and `restartCount` are written by JSON even when false or zero.
+/// What the controllers read of a container's status: name, readiness, restarts and current
+/// state. `ready` and `restartCount` are written by JSON even when false or zero.
 fn container_status(s: pb::ContainerStatus) -> ContainerStatus {
     ContainerStatus {
         name: s.name.unwrap_or_default(),
         ready: s.ready.unwrap_or_default(),
         restart_count: s.restart_count.unwrap_or_default(),
-        // A pointer in Go, written as it is.
-        started: s.started,
         state: s.state.map(container_state),
-        last_state: s.last_state.map(container_state),
         ..ContainerStatus::default()
     }
 }
