@@ -314,26 +314,16 @@ async fn a_pod_watched_in_protobuf_reads_as_in_json() {
     assert_eq!(status.conditions.as_ref().map(Vec::len), Some(1));
 
     // The watch brought the change and the deletion as the GET reads them.
-    let want = for_controllers.clone();
-    assert!(
-        next_about(
-            &mut controllers_rx,
-            "rich",
-            |e| matches!(e, watcher::Event::Apply(p) if *p == want)
-        )
-        .await,
-        "the controllers' watch brought the pod as it now is"
-    );
-    let want = from_json.clone();
-    assert!(
-        next_about(
-            &mut rx,
-            "rich",
-            |e| matches!(e, watcher::Event::Apply(p) if *p == want)
-        )
-        .await,
-        "the watch brought the pod as it now is"
-    );
+    for (watch, rx, want) in [
+        ("the controllers'", &mut controllers_rx, &for_controllers),
+        ("the scheduler's", &mut rx, &from_json),
+    ] {
+        let now = |e: &watcher::Event<Pod>| matches!(e, watcher::Event::Apply(p) if p == want);
+        assert!(
+            next_about(rx, "rich", now).await,
+            "{watch} watch brought the pod as it now is"
+        );
+    }
     let release = json!({"metadata": {"finalizers": null}});
     pods.patch("rich", &PatchParams::default(), &Patch::Merge(&release))
         .await
