@@ -269,7 +269,26 @@ async fn measure() {
         .output()
         .unwrap();
     println!("volcano load {load_args}\n{}", text(&out));
+    keep_logs(&plane);
     assert!(out.status.success());
+}
+
+/// With `VOLCANO_MEASURE_LOGS` naming a folder, the control plane's logs (the components', and
+/// the API server's audit log where `VOLCANO_AUDIT_POLICY` asked for one) are copied there,
+/// to see which component asked what, and when.
+fn keep_logs(plane: &RealControlPlane) {
+    let Some(to) = std::env::var_os("VOLCANO_MEASURE_LOGS") else {
+        return;
+    };
+    // The audit log is written in batches: let the last one out.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(plane.dir()).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "log") {
+            std::fs::copy(&path, Path::new(&to).join(entry.file_name())).unwrap();
+        }
+    }
 }
 
 /// kube-scheduler's figures for the same load, to set ours against: `kube-scheduler` from

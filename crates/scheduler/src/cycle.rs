@@ -109,6 +109,11 @@ impl SchedulingCycle {
         }
     }
 
+    /// The PodGroup `pod` belongs to ([`SchedulerCache::gang_key`]).
+    pub fn gang_key(&self, pod: &Pod) -> Option<NamespacedName> {
+        self.cache.gang_key(pod)
+    }
+
     /// Whether `pod`'s gang, as followed so far, still has fewer pods than it needs
     /// ([`SchedulerCache::gang_short_of_pods`]).
     pub fn gang_short_of_pods(&self, pod: &Pod) -> bool {

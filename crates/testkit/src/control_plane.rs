@@ -50,6 +50,21 @@ fn write(path: &Path, text: &str) -> Result<(), HarnessError> {
     std::fs::write(path, text).map_err(|e| HarnessError::io(format!("write {}", path.display()), e))
 }
 
+/// An audit policy file for measurements: where this names one, the API server writes what
+/// it was asked, by whom, to `audit.log` in the control plane's folder.
+pub const AUDIT_POLICY_VAR: &str = "VOLCANO_AUDIT_POLICY";
+
+/// The API server's audit flags, where [`AUDIT_POLICY_VAR`] names a policy.
+fn audit_args(dir: &Path) -> Vec<String> {
+    match std::env::var(AUDIT_POLICY_VAR) {
+        Ok(policy) if !policy.is_empty() => vec![
+            format!("--audit-policy-file={policy}"),
+            format!("--audit-log-path={}", dir.join("audit.log").display()),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 impl RealControlPlane {
     /// Starts etcd, then the API server, then the controller manager, and waits until the
     /// API server is ready. A free port found may be taken by another process before it is
@@ -123,7 +138,10 @@ impl RealControlPlane {
                 "--service-cluster-ip-range=10.96.0.0/16".into(),
                 "--allow-privileged=true".into(),
                 "--v=1".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(audit_args(&path))
+            .collect(),
             path.join("kube-apiserver.log"),
         )?;
         let url = format!("https://127.0.0.1:{secure}");

@@ -3,6 +3,9 @@
 
 pub mod changes;
 pub mod hypernode_config;
+#[cfg(test)]
+mod run_tests;
+mod turn;
 
 use std::time::{Duration, SystemTime};
 
@@ -11,8 +14,7 @@ use kube::runtime::watcher;
 use tokio::sync::mpsc;
 use volcano_controllers::admission::default_job;
 use volcano_controllers::change::Change;
-use volcano_controllers::job::controller::Refusal;
-use volcano_controllers::manager::{ControllerManager, ManagerOptions, WorkKey};
+use volcano_controllers::manager::{ControllerManager, ManagerOptions};
 use volcano_controllers::time::Instant as CtlInstant;
 use volcano_controllers::view::ClusterView;
 
@@ -24,6 +26,7 @@ use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
 use hypernode_config::{CONFIG_PERIOD, ControllerConfigMap};
+use turn::{TurnDone, TurnsInFlight, Written};
 use volcano_api::WatchEvent;
 
 /// What the controller-manager keeps of each pod: from its watch, and from what the API server
@@ -50,31 +53,16 @@ pub const CONTROLLER_KINDS: [Kind; 13] = [
     Kind::HyperNode,
 ];
 
-/// Turns taken before the loop looks at new watch events again, so a burst of work never
-/// starves the watches.
-const TURNS_PER_ROUND: usize = 64;
-
 /// Turns whose writes are in flight at once (Volcano's controllers run several workers): one
-/// turn's API round trips no longer hold up the next, so a stream of bare pods gets its
-/// PodGroups as fast as the API server answers, not one round trip after another. A PodGroup
-/// create takes 50-100 ms on a busy API server (its webhook included), so a round of 64 takes
-/// about that long. A key is never in two turns at once (the work queues hand it out again
-/// only when it is done), and a round starts only when the last one's writes are in the mirror,
-/// so no turn decides from a state another turn is changing.
+/// turn's API round trips never hold up another's, and the loop goes on taking watch events and
+/// starting turns while writes are in flight, so a Job created while another Job's pods are
+/// being written gets its PodGroup at once, not after that turn. A key is never in two turns
+/// at once (the work queues hand it out again only when it is done, its writes then in the
+/// mirror), so no turn decides from a state its own key's earlier turn is still changing.
 const TURNS_IN_FLIGHT: usize = 64;
 
 /// How long the loop sleeps when no work is due and nothing is watched.
 const IDLE: Duration = Duration::from_secs(1);
-
-/// How a turn's writes went.
-enum Written {
-    /// Every change was made.
-    All,
-    /// A change failed for a passing reason (a conflict, the server away): retried with backoff.
-    Failed,
-    /// A change was refused for a lasting reason.
-    Refused(Refusal),
-}
 
 /// The present, as the controllers take it.
 fn now() -> CtlInstant {
@@ -226,6 +214,7 @@ impl ControllerRuntime {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
         let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, POD_VIEW, &tx);
         drop(tx);
+        let mut in_flight = TurnsInFlight::new();
         loop {
             while let Ok(u) = rx.try_recv() {
                 self.take(u);
@@ -236,21 +225,31 @@ impl ControllerRuntime {
                 self.listed = true;
                 ready.set_ready();
             }
-            if self.listed && leader.is_leader() {
+            let leads = self.listed && leader.is_leader();
+            if leads {
                 self.reload_config().await;
-                self.turns().await;
+                self.start_turns(&mut in_flight);
+                self.record_queues();
             }
-            let wait = self
-                .manager
-                .next_due()
-                .map(|due| due.since(now()))
-                .unwrap_or(IDLE)
-                .min(IDLE);
+            // Work that is due but cannot start (every turn's place taken, or not leading)
+            // waits for a turn to finish or the next look, not a timer that has passed.
+            let wait = if leads && in_flight.len() < TURNS_IN_FLIGHT {
+                self.manager
+                    .next_due()
+                    .map(|due| due.since(now()))
+                    .unwrap_or(IDLE)
+                    .min(IDLE)
+            } else {
+                IDLE
+            };
             tokio::select! {
                 u = rx.recv() => match u {
                     Some(u) => self.take(u),
                     None => break,
                 },
+                Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                    self.finish_turn(done);
+                }
                 _ = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => break,
             }
@@ -258,65 +257,58 @@ impl ControllerRuntime {
                 break;
             }
         }
+        // Writes still in flight are dropped with `in_flight`, as a stopped process's are: the
+        // lease is given up at once, and the next leader takes over from what the cluster
+        // holds, without this one writing beside it.
         for w in watchers {
             w.abort();
         }
         Ok(())
     }
 
-    /// Takes up to [`TURNS_PER_ROUND`] turns of due work, [`TURNS_IN_FLIGHT`] at a time.
-    async fn turns(&mut self) {
-        let mut in_flight = tokio::task::JoinSet::new();
-        let mut taken = 0;
-        loop {
-            while in_flight.len() < TURNS_IN_FLIGHT && taken < TURNS_PER_ROUND {
-                let t = now();
-                let work = {
-                    let view = ClusterView::new(self.mirror.indexed());
-                    self.manager.next(&view, t)
-                };
-                let Some(work) = work else { break };
-                taken += 1;
-                self.metrics.turns.inc();
-                let uids: Vec<Option<String>> = work
-                    .changes
-                    .iter()
-                    .map(|c| match c {
-                        Change::Event(e) => self.mirror.uid_of(&e.object),
-                        _ => None,
-                    })
-                    .collect();
-                let turn = Turn {
-                    client: self.client.clone(),
-                    events: self.events.clone(),
-                    metrics: self.metrics.clone(),
-                };
-                in_flight.spawn(async move {
-                    let (written, updates) = turn.write(&work.key, &work.changes, uids).await;
-                    (work.key, written, updates)
-                });
-            }
-            let Some(done) = in_flight.join_next().await else {
-                break;
+    /// Starts turns of due work while fewer than [`TURNS_IN_FLIGHT`] are in flight.
+    fn start_turns(&mut self, in_flight: &mut TurnsInFlight) {
+        while in_flight.len() < TURNS_IN_FLIGHT {
+            let t = now();
+            let work = {
+                let view = ClusterView::new(self.mirror.indexed());
+                self.manager.next(&view, t)
             };
-            let (key, written, updates) = match done {
-                Ok(d) => d,
-                Err(e) => {
-                    tracing::error!(error = %e, "a controller turn failed");
-                    continue;
-                }
-            };
-            // What the API server returned goes into the mirror and to the controllers.
-            for u in updates {
-                self.take(u);
-            }
-            match written {
-                Written::All => self.manager.finish(&key, true, now()),
-                Written::Failed => self.manager.finish(&key, false, now()),
-                Written::Refused(r) => self.manager.refused(&key, &r, now()),
-            }
+            let Some(work) = work else { break };
+            self.metrics.turns.inc();
+            let uids: Vec<Option<String>> = work
+                .changes
+                .iter()
+                .map(|c| match c {
+                    Change::Event(e) => self.mirror.uid_of(&e.object),
+                    _ => None,
+                })
+                .collect();
+            in_flight.start(
+                self.client.clone(),
+                self.events.clone(),
+                self.metrics.clone(),
+                (work.key, work.changes, uids),
+            );
         }
-        // Counting every PodGroup is linear in their number: at most once a period.
+    }
+
+    /// Takes a finished turn: what the API server returned goes into the mirror and to the
+    /// controllers, and its key is handed out again as its outcome says.
+    fn finish_turn(&mut self, (key, written, updates): TurnDone) {
+        for u in updates {
+            self.take(u);
+        }
+        match written {
+            Written::All => self.manager.finish(&key, true, now()),
+            Written::Failed => self.manager.finish(&key, false, now()),
+            Written::Refused(r) => self.manager.refused(&key, &r, now()),
+        }
+    }
+
+    /// Writes the per-queue PodGroup counts (at most once a period: counting every PodGroup is
+    /// linear in their number) and the work queues' depths.
+    fn record_queues(&mut self) {
         if self
             .queues_recorded
             .is_none_or(|t| t.elapsed() >= QUEUE_METRICS_PERIOD)
@@ -337,56 +329,5 @@ impl ControllerRuntime {
                 .get_or_create(&label("controller", name))
                 .set(n as i64);
         }
-    }
-}
-
-/// What a turn needs to write its changes, apart from the loop.
-struct Turn {
-    client: Client,
-    events: EventSink,
-    metrics: ControllerMetrics,
-}
-
-impl Turn {
-    /// Writes one turn's changes in order, stopping at the first refusal: a passing one (a
-    /// conflict, the server away) is retried with the work queue's backoff, a lasting one is
-    /// told on the Job and retried on the longer waits of `JobController::refused`. Returns
-    /// what the API server returned, for the mirror and the controllers. `uids` are those of
-    /// the events' objects, change by change.
-    async fn write(
-        &self,
-        key: &WorkKey,
-        changes: &[Change],
-        uids: Vec<Option<String>>,
-    ) -> (Written, Vec<Update>) {
-        let mut updates = Vec::new();
-        for (c, uid) in changes.iter().zip(uids) {
-            if let Change::Event(e) = c {
-                self.events.send(e.clone(), uid);
-                continue;
-            }
-            match changes::apply(&self.client, c).await {
-                Ok(u) => {
-                    self.metrics
-                        .changes
-                        .get_or_create(&label("result", "ok"))
-                        .inc();
-                    updates.extend(u);
-                }
-                Err(e) => {
-                    self.metrics
-                        .changes
-                        .get_or_create(&label("result", "failed"))
-                        .inc();
-                    if let Some(r) = e.refusal(c) {
-                        tracing::warn!(work = ?key, error = %e, "change refused for a lasting reason");
-                        return (Written::Refused(r), updates);
-                    }
-                    tracing::warn!(work = ?key, error = %e, "change refused; the work is retried");
-                    return (Written::Failed, updates);
-                }
-            }
-        }
-        (Written::All, updates)
     }
 }

@@ -4,9 +4,11 @@
 //! per kind so a watch event costs a lookup, not a scan. Writes this process made are applied
 //! here as soon as the API server accepts them ("assumed"), so the next session or turn sees
 //! them before their watch event arrives; a watch event older than what the mirror holds is
-//! ignored, by resourceVersion.
+//! ignored, by resourceVersion. So is a write's answer older than the deletion the watch told
+//! of meanwhile: a controller turn's answers reach the mirror when the turn ends, and a pod it
+//! created may be gone by then.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use kube::runtime::watcher;
 use volcano_api::batch::Job;
@@ -120,6 +122,43 @@ pub struct ClusterMirror {
     /// was down.
     relisting: BTreeMap<Kind, HashSet<Key>>,
     synced: BTreeSet<Kind>,
+    deleted: Tombstones,
+}
+
+/// How many deletions the mirror remembers: far more than happen while a write is in flight.
+const TOMBSTONES: usize = 16_384;
+
+/// The objects deleted lately, each with the resourceVersion of its deletion, so that an
+/// answer to a write made before it (older) does not bring the object back.
+#[derive(Debug, Default)]
+struct Tombstones {
+    versions: HashMap<Kind, HashMap<Key, u64>>,
+    order: VecDeque<(Kind, Key)>,
+}
+
+impl Tombstones {
+    fn bury(&mut self, kind: Kind, key: Key, version: u64) {
+        let of_kind = self.versions.entry(kind).or_default();
+        if of_kind.insert(key.clone(), version).is_none() {
+            self.order.push_back((kind, key));
+        }
+        while self.order.len() > TOMBSTONES {
+            if let Some((kind, key)) = self.order.pop_front()
+                && let Some(of_kind) = self.versions.get_mut(&kind)
+            {
+                of_kind.remove(&key);
+            }
+        }
+    }
+
+    /// Whether an object of `version` is no newer than its deletion (one made again under
+    /// the same name is newer).
+    fn buries(&self, kind: Kind, key: &Key, version: u64) -> bool {
+        self.versions
+            .get(&kind)
+            .and_then(|of_kind| of_kind.get(key))
+            .is_some_and(|&deleted| version <= deleted)
+    }
 }
 
 impl ClusterMirror {
@@ -197,9 +236,14 @@ impl ClusterMirror {
                 if let Some(seen) = self.relisting.get_mut(&kind) {
                     seen.insert(o.key());
                 }
-                self.upsert(o).into_iter().collect()
+                self.upsert(kind, o).into_iter().collect()
             }
-            watcher::Event::Delete(o) => self.store.delete::<K>(&o.key()).into_iter().collect(),
+            watcher::Event::Delete(o) => {
+                if let Some(version) = rv_number(o.meta()) {
+                    self.deleted.bury(kind, o.key(), version);
+                }
+                self.store.delete::<K>(&o.key()).into_iter().collect()
+            }
             watcher::Event::Init => {
                 self.relisting.insert(kind, HashSet::new());
                 Vec::new()
@@ -214,8 +258,14 @@ impl ClusterMirror {
         }
     }
 
-    /// Inserts or replaces; `None` when the mirror already holds this version or a newer one.
-    fn upsert<K: Stored>(&mut self, obj: K) -> Option<WatchEvent> {
+    /// Inserts or replaces; `None` when the mirror already holds this version or a newer one,
+    /// or saw the object deleted at this version or later.
+    fn upsert<K: Stored>(&mut self, kind: Kind, obj: K) -> Option<WatchEvent> {
+        if let Some(new) = rv_number(obj.meta())
+            && self.deleted.buries(kind, &obj.key(), new)
+        {
+            return None;
+        }
         if let Some(held) = self.store.get::<K>(&obj.key())
             && let (Some(new), Some(old)) = (rv_number(obj.meta()), rv_number(held.meta()))
             && new <= old

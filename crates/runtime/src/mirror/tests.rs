@@ -31,6 +31,23 @@ fn a_watch_event_older_than_the_cache_changes_nothing() {
 }
 
 #[test]
+fn a_write_answered_before_a_deletion_the_watch_told_does_not_bring_the_object_back() {
+    let mut c = ClusterMirror::default();
+    // The watch tells of a pod made by a controller's turn, then of its deletion, before the
+    // turn ends and hands in the create's answer.
+    c.apply(Update::Pod(Event::Apply(pod("a", "5"))));
+    c.apply(Update::Pod(Event::Delete(pod("a", "7"))));
+    assert!(c.apply(Update::Pod(Event::Apply(pod("a", "5")))).is_empty());
+    assert!(c.pod(&key("a")).is_none(), "the deleted pod stays deleted");
+    // A pod made again under the same name is newer than the deletion.
+    let changed = c.apply(Update::Pod(Event::Apply(pod("a", "9"))));
+    assert!(matches!(&changed[..], [WatchEvent::Pod(None, Some(_))]));
+    assert!(c.pod(&key("a")).is_some());
+    // Only the deleted pod is buried.
+    assert_eq!(c.apply(Update::Pod(Event::Apply(pod("b", "3")))).len(), 1);
+}
+
+#[test]
 fn a_relist_drops_what_went_away_while_the_watch_was_down() {
     let mut c = ClusterMirror::default();
     for n in ["a", "b", "c"] {

@@ -2,6 +2,7 @@
 //! soon as a change may give it work (at most one per [`MIN_SESSION_GAP`]) and at least every
 //! schedule period, and its decisions are written back off the loop.
 
+mod arrivals;
 pub mod conf;
 pub mod wake;
 pub mod writes;
@@ -33,6 +34,7 @@ use crate::mirror::{ClusterMirror, Kind};
 use crate::reflect;
 use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
+use arrivals::ArrivingGangs;
 use conf::ConfSource;
 use writes::Writer;
 
@@ -91,6 +93,8 @@ pub struct SchedulerRuntime {
     sessions: u64,
     /// A change since the last session may give a session work.
     work: bool,
+    /// Gangs short of pods whose pods are still arriving: not told yet that they are short.
+    arriving: ArrivingGangs,
 }
 
 impl SchedulerRuntime {
@@ -111,6 +115,7 @@ impl SchedulerRuntime {
             // takes the shadow's place when it comes.
             shadow_pod_groups: true,
         });
+        let period = opts.schedule_period;
         SchedulerRuntime {
             opts,
             mirror: ClusterMirror::journaling(),
@@ -120,6 +125,7 @@ impl SchedulerRuntime {
             metrics,
             sessions: 0,
             work: false,
+            arriving: ArrivingGangs::new(period),
         }
     }
 
@@ -243,10 +249,9 @@ impl SchedulerRuntime {
                 self.metrics.pod_watched(p, &self.opts.scheduler_names);
             }
             self.cycle.follow(&e);
+            let joins_a_short_gang = self.joins_a_gang_still_short(&e);
             if wakes && !self.work {
-                self.work = wake::opens_work(&e)
-                    && !self.awaits_its_pod(&e)
-                    && !self.joins_a_gang_still_short(&e);
+                self.work = wake::opens_work(&e) && !self.awaits_its_pod(&e) && !joins_a_short_gang;
             }
         }
     }
@@ -256,11 +261,18 @@ impl SchedulerRuntime {
     /// short, then tell it again once it is whole, two status writes and events per pod more
     /// than a gang seen whole costs, which under load slowed the API server. The pod that
     /// completes the gang starts the session; the period's tick still runs one meanwhile.
-    fn joins_a_gang_still_short(&self, e: &WatchEvent) -> bool {
-        match e {
-            WatchEvent::Pod(None, Some(p)) => self.cycle.gang_short_of_pods(p),
-            _ => false,
+    /// Its arrival is noted either way ([`ArrivingGangs`]).
+    fn joins_a_gang_still_short(&mut self, e: &WatchEvent) -> bool {
+        let WatchEvent::Pod(None, Some(p)) = e else {
+            return false;
+        };
+        let short = self.cycle.gang_short_of_pods(p);
+        if (short || self.arriving.any())
+            && let Some(gang) = self.cycle.gang_key(p)
+        {
+            self.arriving.pod_arrived(gang, short, Instant::now());
         }
+        short
     }
 
     /// Whether `e` is a bare pod's new PodGroup whose pod does not name it yet: the pod's
@@ -380,6 +392,18 @@ impl SchedulerRuntime {
                 q.changed = false;
             }
         }
+        let (mirror, cycle) = (&self.mirror, &self.cycle);
+        self.arriving.hold(
+            &mut d,
+            Instant::now(),
+            |pg| {
+                mirror
+                    .pod_group(pg)
+                    .and_then(|pg| pg.status.as_ref())
+                    .map(|s| s.phase.clone())
+            },
+            |pod| mirror.pod(pod).and_then(|p| cycle.gang_key(p)),
+        );
         if self.hold_back(&mut d, &uid) {
             self.work = true;
         }

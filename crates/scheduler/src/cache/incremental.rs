@@ -128,6 +128,11 @@ impl SchedulerCache {
         }
     }
 
+    /// The PodGroup `pod` belongs to (its own shadow one for a bare pod left to the scheduler).
+    pub fn gang_key(&self, pod: &Pod) -> Option<NamespacedName> {
+        group_key(pod, &self.opts)
+    }
+
     /// Whether the gang `pod` belongs to has, the pod taken in, fewer pods than its
     /// PodGroup's `minMember`: a controller still making them, so no session can place any of
     /// them yet. `false` where the cache does not know (no kept state, no such PodGroup).

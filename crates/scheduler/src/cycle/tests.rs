@@ -203,4 +203,8 @@ fn a_gang_is_short_of_pods_until_its_last_pod_is_followed() {
     let third = Arc::new(third);
     cycle.follow(&WatchEvent::Pod(None, Some(third.clone())));
     assert!(!cycle.gang_short_of_pods(&third), "the gang is whole");
+    assert_eq!(
+        cycle.gang_key(&third),
+        Some(NamespacedName::new("ns", "pg"))
+    );
 }
