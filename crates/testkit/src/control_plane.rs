@@ -68,13 +68,16 @@ fn audit_args(dir: &Path) -> Vec<String> {
 impl RealControlPlane {
     /// Starts etcd, then the API server, then the controller manager, and waits until the
     /// API server is ready. A free port found may be taken by another process before it is
-    /// bound; such a start is tried again, on other ports, up to three times.
+    /// bound, and an API server gives up on an etcd it could never reach; such a start is
+    /// tried again, on other ports, up to three times.
     pub async fn start(assets: &Assets) -> Result<RealControlPlane, HarnessError> {
         let mut tries = 0;
         loop {
             match RealControlPlane::start_once(assets).await {
                 Err(HarnessError::NotReady { log, .. })
-                    if tries < 2 && log.contains("address already in use") =>
+                    if tries < 2
+                        && (log.contains("address already in use")
+                            || log.contains("Error while dialing")) =>
                 {
                     tries += 1;
                 }
@@ -245,10 +248,17 @@ impl RealControlPlane {
                 return Ok(());
             }
             if let Some(status) = self.apiserver.exited() {
+                // An API server gives up when etcd never answers, and etcd may have lost its
+                // port to another process between `free_port` and its start: its log says so,
+                // and `start` tries again on it.
                 return Err(HarnessError::NotReady {
                     what: format!("kube-apiserver (exited: {status})"),
                     secs,
-                    log: self.apiserver.log_tail(30),
+                    log: format!(
+                        "{}\n--- etcd:\n{}",
+                        self.apiserver.log_tail(30),
+                        self.etcd.log_tail(10)
+                    ),
                 });
             }
             if tokio::time::Instant::now() > deadline {
