@@ -114,10 +114,10 @@ impl SchedulingCycle {
         self.cache.gang_key(pod)
     }
 
-    /// Whether `pod`'s gang, as followed so far, still has fewer pods than it needs
+    /// Whether gang `key`, as followed so far, still has fewer pods than it needs
     /// ([`SchedulerCache::gang_short_of_pods`]).
-    pub fn gang_short_of_pods(&self, pod: &Pod) -> bool {
-        self.cache.gang_short_of_pods(pod)
+    pub fn gang_short_of_pods(&self, key: &NamespacedName) -> bool {
+        self.cache.gang_short_of_pods(key)
     }
 
     /// Forgets the kept snapshot: the next one is built from all objects.

@@ -214,7 +214,11 @@ impl ControllerRuntime {
         let (tx, mut rx) = mpsc::channel(reflect::UPDATE_CHANNEL);
         let watchers = reflect::watch(&self.client, &CONTROLLER_KINDS, POD_VIEW, &tx);
         drop(tx);
-        let mut in_flight = TurnsInFlight::new();
+        let mut in_flight = TurnsInFlight::new(
+            self.client.clone(),
+            self.events.clone(),
+            self.metrics.clone(),
+        );
         loop {
             while let Ok(u) = rx.try_recv() {
                 self.take(u);
@@ -284,12 +288,7 @@ impl ControllerRuntime {
                     _ => None,
                 })
                 .collect();
-            in_flight.start(
-                self.client.clone(),
-                self.events.clone(),
-                self.metrics.clone(),
-                (work.key, work.changes, uids),
-            );
+            in_flight.start(work.key, work.changes, uids);
         }
     }
 

@@ -44,15 +44,21 @@ pub(super) type TurnDone = (WorkKey, Written, Vec<Update>);
 pub(super) struct TurnsInFlight {
     turns: JoinSet<TurnDone>,
     keys: HashMap<Id, WorkKey>,
+    client: Client,
+    events: EventSink,
+    metrics: ControllerMetrics,
     pod_writes: Arc<Semaphore>,
 }
 
 impl TurnsInFlight {
-    /// None in flight.
-    pub(super) fn new() -> Self {
+    /// None in flight; turns write through `client`, telling their events to `events`.
+    pub(super) fn new(client: Client, events: EventSink, metrics: ControllerMetrics) -> Self {
         TurnsInFlight {
             turns: JoinSet::new(),
             keys: HashMap::new(),
+            client,
+            events,
+            metrics,
             pod_writes: Arc::new(Semaphore::new(POD_WRITES_IN_ALL)),
         }
     }
@@ -68,17 +74,11 @@ impl TurnsInFlight {
     }
 
     /// Starts writing the changes of `key`'s turn.
-    pub(super) fn start(
-        &mut self,
-        client: Client,
-        events: EventSink,
-        metrics: ControllerMetrics,
-        (key, changes, uids): (WorkKey, Vec<Change>, Vec<Option<String>>),
-    ) {
+    pub(super) fn start(&mut self, key: WorkKey, changes: Vec<Change>, uids: Vec<Option<String>>) {
         let turn = Turn {
-            client,
-            events,
-            metrics,
+            client: self.client.clone(),
+            events: self.events.clone(),
+            metrics: self.metrics.clone(),
             pod_writes: self.pod_writes.clone(),
         };
         let kept = key.clone();

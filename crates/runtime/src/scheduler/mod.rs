@@ -266,10 +266,11 @@ impl SchedulerRuntime {
         let WatchEvent::Pod(None, Some(p)) = e else {
             return false;
         };
-        let short = self.cycle.gang_short_of_pods(p);
-        if (short || self.arriving.any())
-            && let Some(gang) = self.cycle.gang_key(p)
-        {
+        let Some(gang) = self.cycle.gang_key(p) else {
+            return false;
+        };
+        let short = self.cycle.gang_short_of_pods(&gang);
+        if short || self.arriving.any() {
             self.arriving.pod_arrived(gang, short, Instant::now());
         }
         short

@@ -133,14 +133,15 @@ impl SchedulerCache {
         group_key(pod, &self.opts)
     }
 
-    /// Whether the gang `pod` belongs to has, the pod taken in, fewer pods than its
-    /// PodGroup's `minMember`: a controller still making them, so no session can place any of
-    /// them yet. `false` where the cache does not know (no kept state, no such PodGroup).
-    pub fn gang_short_of_pods(&self, pod: &Pod) -> bool {
+    /// Whether gang `key` (a [`SchedulerCache::gang_key`]) has, as followed so far, fewer pods
+    /// than its PodGroup's `minMember`: a controller still making them, so no session can
+    /// place any of them yet. `false` where the cache does not know (no kept state, no such
+    /// PodGroup).
+    pub fn gang_short_of_pods(&self, key: &NamespacedName) -> bool {
         let Some(state) = &self.state else {
             return false;
         };
-        let Some(&j) = group_key(pod, &self.opts).and_then(|k| state.jobs.get(&k)) else {
+        let Some(&j) = state.jobs.get(key) else {
             return false;
         };
         let job = state.snap.job(j);

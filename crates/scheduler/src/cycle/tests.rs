@@ -192,19 +192,16 @@ fn a_gang_is_short_of_pods_until_its_last_pod_is_followed() {
     objs.queues.push(implicit_queue(keys::DEFAULT_QUEUE));
     let mut cycle = SchedulingCycle::new(CacheOptions::default());
     let first = objs.pods[0].clone();
+    let gang = NamespacedName::new("ns", "pg");
+    assert_eq!(cycle.gang_key(&first), Some(gang.clone()));
     // Before any snapshot the cache knows no gang: short of nothing, so a pod wakes a session.
-    assert!(!cycle.gang_short_of_pods(&first));
+    assert!(!cycle.gang_short_of_pods(&gang));
     if let Err(e) = cycle.prepare(&objs) {
         panic!("{e}");
     }
-    assert!(cycle.gang_short_of_pods(&first), "2 of 3 pods");
+    assert!(cycle.gang_short_of_pods(&gang), "2 of 3 pods");
     let mut third = (*first).clone();
     third.metadata.name = Some("third".to_string());
-    let third = Arc::new(third);
-    cycle.follow(&WatchEvent::Pod(None, Some(third.clone())));
-    assert!(!cycle.gang_short_of_pods(&third), "the gang is whole");
-    assert_eq!(
-        cycle.gang_key(&third),
-        Some(NamespacedName::new("ns", "pg"))
-    );
+    cycle.follow(&WatchEvent::Pod(None, Some(Arc::new(third))));
+    assert!(!cycle.gang_short_of_pods(&gang), "the gang is whole");
 }
