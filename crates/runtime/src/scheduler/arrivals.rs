@@ -12,8 +12,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use volcano_api::{NamespacedName, ObjectKind};
-use volcano_scheduler::framework::{Decisions, FAILED_SCHEDULING};
+use volcano_api::NamespacedName;
+use volcano_scheduler::framework::Decisions;
+
+use super::withhold::Withheld;
 
 /// The gangs short of pods, each with when its latest pod arrived.
 #[derive(Debug)]
@@ -55,17 +57,15 @@ impl ArrivingGangs {
         self.latest.keys().cloned().collect()
     }
 
-    /// Holds back what `d` would tell the gangs still arriving at `now`, unless it writes a
-    /// new phase (news, written with all it says): their PodGroup status writes and events,
-    /// and their pods' conditions and `FailedScheduling` events. `persisted_phase` gives a
-    /// PodGroup's phase as the mirror holds it (written, or assumed by an earlier session);
-    /// `gang_of` a pod's PodGroup.
-    pub fn hold(
+    /// Holds back (in `withheld`) all `d` would tell the gangs still arriving at `now`, unless
+    /// it writes a new phase (news, written with all it says). `persisted_phase` gives a
+    /// PodGroup's phase as the mirror holds it (written, or assumed by an earlier session).
+    pub fn withhold(
         &mut self,
-        d: &mut Decisions,
+        d: &Decisions,
         now: Instant,
         persisted_phase: impl Fn(&NamespacedName) -> Option<String>,
-        gang_of: impl Fn(&NamespacedName) -> Option<NamespacedName>,
+        withheld: &mut Withheld,
     ) {
         if self.latest.is_empty() {
             return;
@@ -76,106 +76,30 @@ impl ArrivingGangs {
                 held.remove(&u.key);
             }
         }
-        if held.is_empty() {
-            return;
+        for gang in held {
+            withheld.gang(gang);
         }
-        for u in d.pod_groups.iter_mut() {
-            if held.contains(&u.key) {
-                u.changed = false;
-            }
-        }
-        let held_pod = |pod: &NamespacedName| gang_of(pod).is_some_and(|g| held.contains(&g));
-        d.pod_conditions.retain(|c| !held_pod(&c.key));
-        d.events.retain(|e| match e.object.kind {
-            ObjectKind::PodGroup => !held.contains(&e.object.key),
-            ObjectKind::Pod => e.reason != FAILED_SCHEDULING || !held_pod(&e.object.key),
-            _ => true,
-        });
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use volcano_api::ObjectRef;
-    use volcano_api::scheduling::PodGroupStatus;
-    use volcano_scheduler::framework::close::PodGroupUpdate;
-    use volcano_scheduler::framework::conditions::PodUnschedulable;
-    use volcano_scheduler::framework::{Event, EventType};
-
+    use super::super::withhold::tests::{decisions, gang_of, key, told};
     use super::*;
 
     const GRACE: Duration = Duration::from_secs(1);
 
-    fn key(name: &str) -> NamespacedName {
-        NamespacedName::new("ns", name)
-    }
-
-    fn event(kind: ObjectKind, name: &str, reason: &str) -> Event {
-        Event {
-            object: ObjectRef::new(kind, key(name)),
-            type_: EventType::Warning,
-            reason: reason.into(),
-            message: "not enough pods".into(),
-        }
-    }
-
-    /// What a session decides for gangs `a` (pod `a-0`) and `b` (pod `b-0`), both short of
-    /// pods and still Inqueue, gang `a`'s condition written with a new phase when `a_phase`
-    /// says so.
-    fn decisions(a_phase: &str) -> Decisions {
-        let update = |name: &str, phase: &str| PodGroupUpdate {
-            key: key(name),
-            status: PodGroupStatus {
-                phase: phase.into(),
-                ..PodGroupStatus::default()
-            },
-            changed: true,
-        };
-        let condition = |pod: &str| PodUnschedulable {
-            key: key(pod),
-            reason: "Unschedulable".into(),
-            message: "not enough pods".into(),
-        };
-        Decisions {
-            pod_groups: vec![update("a", a_phase), update("b", "Inqueue")],
-            pod_conditions: vec![condition("a-0"), condition("b-0")],
-            events: vec![
-                event(ObjectKind::PodGroup, "a", "Unschedulable"),
-                event(ObjectKind::PodGroup, "b", "Unschedulable"),
-                event(ObjectKind::Pod, "a-0", FAILED_SCHEDULING),
-                event(ObjectKind::Pod, "b-0", FAILED_SCHEDULING),
-                event(ObjectKind::Pod, "a-1", "Scheduled"),
-            ],
-            ..Decisions::default()
-        }
+    /// Gangs `a` and `b`, both short of pods and still Inqueue; gang `a`'s status written
+    /// with phase `a_phase`.
+    fn two_gangs(a_phase: &str) -> Decisions {
+        decisions(&[("a", a_phase), ("b", "Inqueue")])
     }
 
     fn hold(gangs: &mut ArrivingGangs, d: &mut Decisions, now: Instant) {
         let inqueue = |_: &NamespacedName| Some("Inqueue".to_string());
-        let gang_of = |pod: &NamespacedName| {
-            pod.name
-                .split_once('-')
-                .map(|(gang, _)| NamespacedName::new("ns", gang))
-        };
-        gangs.hold(d, now, inqueue, gang_of);
-    }
-
-    /// What is still to be told, object by object.
-    fn told(d: &Decisions) -> Vec<String> {
-        let groups = d
-            .pod_groups
-            .iter()
-            .filter(|u| u.changed)
-            .map(|u| format!("status {}", u.key.name));
-        let conditions = d
-            .pod_conditions
-            .iter()
-            .map(|c| format!("condition {}", c.key.name));
-        let events = d
-            .events
-            .iter()
-            .map(|e| format!("{} {}", e.reason, e.object.key.name));
-        groups.chain(conditions).chain(events).collect()
+        let mut withheld = Withheld::default();
+        gangs.withhold(d, now, inqueue, &mut withheld);
+        withheld.take_out(d, gang_of);
     }
 
     #[test]
@@ -184,12 +108,13 @@ mod tests {
         let mut gangs = ArrivingGangs::new(GRACE);
         gangs.pod_arrived(key("a"), true, start);
 
-        let mut d = decisions("Inqueue");
+        let mut d = two_gangs("Inqueue");
         hold(&mut gangs, &mut d, start + Duration::from_millis(300));
         assert_eq!(
             told(&d),
             [
                 "status b",
+                "queue default",
                 "condition b-0",
                 "Unschedulable b",
                 "FailedScheduling b-0",
@@ -198,11 +123,11 @@ mod tests {
             "gang a's pods are still coming: nothing tells it it is short"
         );
 
-        let mut d = decisions("Inqueue");
+        let mut d = two_gangs("Inqueue");
         hold(&mut gangs, &mut d, start + GRACE);
         assert_eq!(
             told(&d).len(),
-            9,
+            10,
             "no pod for a whole period: the gang is told: {:?}",
             told(&d)
         );
@@ -214,18 +139,18 @@ mod tests {
         let soon = start + Duration::from_millis(100);
         let mut gangs = ArrivingGangs::new(GRACE);
         gangs.pod_arrived(key("a"), true, start);
-        let mut d = decisions("Running");
+        let mut d = two_gangs("Running");
         hold(&mut gangs, &mut d, soon);
         assert_eq!(
             told(&d).len(),
-            9,
+            10,
             "a new phase is written, with the event and conditions that explain it: {:?}",
             told(&d)
         );
 
         gangs.pod_arrived(key("a"), false, start);
-        let mut d = decisions("Inqueue");
+        let mut d = two_gangs("Inqueue");
         hold(&mut gangs, &mut d, soon);
-        assert_eq!(told(&d).len(), 9, "the gang is whole: {:?}", told(&d));
+        assert_eq!(told(&d).len(), 10, "the gang is whole: {:?}", told(&d));
     }
 }

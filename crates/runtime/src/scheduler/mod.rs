@@ -5,6 +5,7 @@
 mod arrivals;
 pub mod conf;
 pub mod wake;
+mod withhold;
 pub mod writes;
 
 use std::time::Duration;
@@ -13,7 +14,6 @@ use kube::api::{Api, PostParams};
 use kube::{Client, Error as KubeError};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
-use volcano_api::ObjectKind;
 use volcano_api::WatchEvent;
 use volcano_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volcano_api::k8s_openapi::jiff::Timestamp;
@@ -21,9 +21,9 @@ use volcano_api::keys;
 use volcano_api::scheduling::{PodGroup, Queue};
 use volcano_scheduler::cache::{CacheOptions, implicit_queue};
 use volcano_scheduler::cycle::SchedulingCycle;
+use volcano_scheduler::framework::Decisions;
 use volcano_scheduler::framework::SessionOptions;
 use volcano_scheduler::framework::close::SCHEDULED;
-use volcano_scheduler::framework::{Decisions, FAILED_SCHEDULING};
 use volcano_scheduler::model::PgPhase;
 use writes::Outcome;
 
@@ -36,6 +36,7 @@ use crate::serve::Readiness;
 use crate::{RuntimeError, Stop};
 use arrivals::ArrivingGangs;
 use conf::ConfSource;
+use withhold::Withheld;
 use writes::Writer;
 
 /// The kinds the scheduler reads: namespaces answer pod affinity's `namespaceSelector`, the
@@ -296,19 +297,17 @@ impl SchedulerRuntime {
             .is_some_and(|p| !wake::names(p, pg))
     }
 
-    /// Holds back PodGroup status writes that the next moment makes moot, so a new gang
-    /// costs one status write, not two or three:
+    /// Holds back (in `withheld`) PodGroup status writes that the next moment makes moot, so
+    /// a new gang costs one status write, not two or three, and returns whether a session
+    /// should follow at once:
     /// - a gang this session allocated says `Inqueue` and ready; the next session, which
     ///   follows at once (true is returned), sees its binds assumed and writes `Running`;
     /// - a bare pod's PodGroup enqueued before its pod names it (a session started by other
     ///   work): the pod's annotation, on its way, starts the session that allocates it.
-    ///
-    /// Their PodGroup events wait with them, or they would be told twice.
-    fn hold_back(&self, d: &mut Decisions, session: &str) -> bool {
-        let mut held = std::collections::HashSet::new();
+    fn settling(&self, d: &Decisions, session: &str, withheld: &mut Withheld) -> bool {
         let mut follow_up = false;
-        for u in d.pod_groups.iter_mut().filter(|u| u.changed) {
-            if u.status.phase != PgPhase::Inqueue.as_str() {
+        for u in d.pod_groups.iter().filter(|u| u.changed) {
+            if u.status.phase != PgPhase::Inqueue.as_str() || withheld.holds_pod_group(&u.key) {
                 continue;
             }
             let allocated_now =
@@ -322,12 +321,9 @@ impl SchedulerRuntime {
             };
             if allocated_now || awaits_its_pod() {
                 follow_up |= allocated_now;
-                u.changed = false;
-                held.insert(u.key.clone());
+                withheld.pod_group(u.key.clone());
             }
         }
-        d.events
-            .retain(|e| !(e.object.kind == ObjectKind::PodGroup && held.contains(&e.object.key)));
         follow_up
     }
 
@@ -335,8 +331,9 @@ impl SchedulerRuntime {
     /// metrics. Only a session of the period's tick (`tick`) tells waiting pods why they wait
     /// (their `PodScheduled=False` condition and `FailedScheduling` event): one that new work
     /// started may see a gang whose pods are still being created, and a pod placed a moment
-    /// later should not have been told it waits, nor cost a write. Queues' `allocated` is
-    /// written on the tick too.
+    /// later should not have been told it waits, nor cost a write. Queues' `allocated`, for
+    /// people and monitoring and moved by every bind, is written on the tick too. What is held
+    /// back is decided anew by a later session ([`Withheld`]).
     pub async fn session(&mut self, tick: bool) {
         let started = Instant::now();
         self.work = false;
@@ -383,19 +380,13 @@ impl SchedulerRuntime {
         // Recorded against the objects as the session saw them, before its writes land.
         self.metrics
             .record_session(&d, self.mirror.indexed(), started.elapsed(), tick);
+        let mut withheld = Withheld::default();
         if !tick {
-            d.pod_conditions.clear();
-            d.events
-                .retain(|e| !(e.object.kind == ObjectKind::Pod && e.reason == FAILED_SCHEDULING));
-            // A queue's `allocated` is for people and monitoring, and moves with every bind:
-            // written once a period, not once a session.
-            for q in &mut d.queues {
-                q.changed = false;
-            }
+            withheld.until_tick();
         }
-        let (mirror, cycle) = (&self.mirror, &self.cycle);
-        self.arriving.hold(
-            &mut d,
+        let mirror = &self.mirror;
+        self.arriving.withhold(
+            &d,
             Instant::now(),
             |pg| {
                 mirror
@@ -403,11 +394,15 @@ impl SchedulerRuntime {
                     .and_then(|pg| pg.status.as_ref())
                     .map(|s| s.phase.clone())
             },
-            |pod| mirror.pod(pod).and_then(|p| cycle.gang_key(p)),
+            &mut withheld,
         );
-        if self.hold_back(&mut d, &uid) {
+        if self.settling(&d, &uid, &mut withheld) {
             self.work = true;
         }
+        let (mirror, cycle) = (&self.mirror, &self.cycle);
+        withheld.take_out(&mut d, |pod| {
+            mirror.pod(pod).and_then(|p| cycle.gang_key(p))
+        });
         self.writer.dispatch(&d, &mut self.mirror);
         // The session's own assumptions wake nothing: they are what it decided.
         self.follow_journal(false);
