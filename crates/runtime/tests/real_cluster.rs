@@ -4,7 +4,8 @@
 //! protected queues stay, a Deployment's pods share one PodGroup that passes
 //! `OwnerReferencesPermissionEnforcement` and a Deployment asking for a gang binds whole or not
 //! at all, the runtime is back within seconds of an API server outage, and an event repeated is
-//! one event counting its series (created in protobuf on a real server, JSON on ours).
+//! one event counting its series (created in protobuf on a real server, JSON on ours), and a
+//! pod made again under its name is neither bound nor evicted in place of the one decided on.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -617,4 +618,77 @@ both_tiers!(
     a_repeated_event_is_one_event_counting_its_series,
     1,
     super::a_repeated_event_is_one_event_counting_its_series
+);
+
+async fn a_pod_made_again_under_its_name_is_not_bound_or_evicted_in_place_of_the_first(
+    cluster: Cluster,
+) {
+    use kube::Error as KubeError;
+    use volcano_runtime::scheduler::writes::binding::{Binder, DecidedPod};
+    use volcano_runtime::scheduler::writes::eviction::Evictor;
+
+    let client = cluster.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "reborn"},
+        "spec": {"schedulerName": "nobody", "containers": [container("main", 60, json!({}))]},
+    }))
+    .unwrap();
+    let first = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let first_uid = first.metadata.uid.unwrap();
+    pods.delete("reborn", &DeleteParams::default())
+        .await
+        .unwrap();
+    let (gone, _) = eventually(10, async || {
+        (pods.get_opt("reborn").await.unwrap().is_none(), ())
+    })
+    .await;
+    assert!(gone, "an unbound pod is deleted at once");
+    let second = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let second_uid = second.metadata.uid.unwrap();
+
+    let decided_on = |uid| DecidedPod {
+        namespace: "default",
+        name: "reborn",
+        uid: Some(uid),
+    };
+    let refused = |r: Result<(), KubeError>| match r {
+        Err(KubeError::Api(s)) => s.code,
+        other => panic!("the first pod's write was not refused: {other:?}"),
+    };
+    let binder = Binder::default();
+    let bound = binder.bind(&client, decided_on(&first_uid), "node-0").await;
+    assert_eq!(refused(bound), 409);
+    let evicted = Evictor::default()
+        .evict(&client, decided_on(&first_uid))
+        .await;
+    assert_eq!(refused(evicted), 409);
+    let now = pods.get("reborn").await.unwrap();
+    assert_eq!(now.metadata.uid.as_deref(), Some(second_uid.as_str()));
+    assert!(
+        now.spec.unwrap().node_name.is_none(),
+        "the pod made again was bound in place of the first"
+    );
+
+    binder
+        .bind(&client, decided_on(&second_uid), "node-0")
+        .await
+        .unwrap();
+    let now = pods.get("reborn").await.unwrap();
+    assert_eq!(now.spec.unwrap().node_name.as_deref(), Some("node-0"));
+    Evictor::default()
+        .evict(&client, decided_on(&second_uid))
+        .await
+        .unwrap();
+    let going = pods.get_opt("reborn").await.unwrap();
+    assert!(
+        going.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "the pod decided on is evicted"
+    );
+}
+
+both_tiers!(
+    a_pod_made_again_under_its_name_is_not_bound_or_evicted_in_place_of_the_first,
+    1,
+    super::a_pod_made_again_under_its_name_is_not_bound_or_evicted_in_place_of_the_first
 );

@@ -107,7 +107,9 @@ async fn dispatch(
         (&Method::GET, true, None | Some("status")) => req.get(wants_table),
         (&Method::POST, false, None) => req.create(header_str(header::CONTENT_TYPE), body),
         (&Method::POST, true, Some("binding")) => req.bind(header_str(header::CONTENT_TYPE), body),
-        (&Method::POST, true, Some("eviction")) => req.evict(body),
+        (&Method::POST, true, Some("eviction")) => {
+            req.evict(header_str(header::CONTENT_TYPE), body)
+        }
         (&Method::PUT, true, None | Some("status")) => {
             req.update(header_str(header::CONTENT_TYPE), body)
         }
@@ -410,8 +412,10 @@ impl Request<'_> {
         )))
     }
 
-    fn evict(&self, body: &[u8]) -> Result<Response, ApiError> {
-        let eviction: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    fn evict(&self, content_type: &str, body: &[u8]) -> Result<Response, ApiError> {
+        // A body this server cannot read is refused (415 for protobuf), not taken for none:
+        // its delete options (a uid precondition, say) would be dropped.
+        let eviction = parse_body(content_type, body)?;
         let options = eviction
             .get("deleteOptions")
             .cloned()

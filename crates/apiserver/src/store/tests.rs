@@ -438,6 +438,32 @@ fn binding_sets_node_once() {
 }
 
 #[test]
+fn a_binding_for_another_uid_is_refused_and_binds_nothing() {
+    let mut s = store();
+    let made = s
+        .create(kinds::pods(), Some("default"), pod("a"), &w())
+        .unwrap();
+    let uid = meta::meta_str(&made, "uid").to_string();
+    let binding =
+        |uid: &str| json!({"metadata": {"uid": uid}, "target": {"kind": "Node", "name": "n1"}});
+    let e = s
+        .bind("default", "a", &binding("an-earlier-pod-a"), &w())
+        .unwrap_err();
+    assert_eq!(e.code(), 409);
+    assert!(
+        e.message.contains(&format!(
+            "Precondition failed: UID in precondition: an-earlier-pod-a, UID in object meta: {uid}"
+        )),
+        "{}",
+        e.message
+    );
+    let still = s.get(kinds::pods(), Some("default"), "a").unwrap();
+    assert!(still["spec"].get("nodeName").is_none(), "{still}");
+    let p = s.bind("default", "a", &binding(&uid), &w()).unwrap();
+    assert_eq!(p["spec"]["nodeName"], "n1");
+}
+
+#[test]
 fn history_expires_into_gone() {
     let mut s = Store::new(
         StoreOptions {

@@ -517,6 +517,20 @@ impl Store {
             ));
         }
         let old = self.stored(pods, Some(ns), name)?;
+        // The binding's uid and resourceVersion, where given, must be the pod's: a pod made
+        // again under the name is not the one the scheduler decided on.
+        let given = |field: &str| {
+            binding
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let pre = Preconditions {
+            uid: given("uid"),
+            resource_version: given("resourceVersion"),
+        };
+        check_preconditions(pods, name, &old, &pre)?;
         let bound = old
             .pointer("/spec/nodeName")
             .and_then(Value::as_str)

@@ -34,6 +34,12 @@ pub(super) fn version(p: &Pod) -> Option<String> {
     p.metadata.resource_version.clone()
 }
 
+/// Whether `p` is the pod `before` was: a pod deleted and made again under its name is
+/// another pod, with another uid.
+pub(super) fn same_pod(p: &Pod, before: &Pod) -> bool {
+    p.metadata.uid == before.metadata.uid
+}
+
 /// Puts a pod back as it was before a failed write was assumed on it, unless a watch event
 /// replaced it since (that is the API server's word, newer than both).
 pub(super) fn put_back(mirror: &mut ClusterMirror, key: &NamespacedName, a: Assumed) {

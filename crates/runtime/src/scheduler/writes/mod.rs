@@ -11,7 +11,8 @@
 //! that changes nothing on the object is not written at all.
 
 mod assumed;
-mod binding;
+pub mod binding;
+pub mod eviction;
 mod pods;
 mod status;
 
@@ -35,7 +36,7 @@ use crate::events::EventSink;
 use crate::metrics::SchedulerMetrics;
 use crate::mirror::ClusterMirror;
 use assumed::{
-    Assumed, AssumedStatus, assume_status, put_back, status_version, undo_status, version,
+    Assumed, AssumedStatus, assume_status, put_back, same_pod, status_version, undo_status, version,
 };
 use pods::{BindJob, PodWrites, claims_by_pod};
 pub use status::{StatusKey, StatusQueue, StatusWrite};
@@ -159,7 +160,8 @@ impl Writer {
     /// Assumes again the writes whose watch events have not arrived yet on objects a newer
     /// watch event replaced (the controller annotated a pod whose bind or condition is on its
     /// way; a watch event from before the write arrived after it), so no session decides them,
-    /// or their events, twice. A write is forgotten once a watch event shows it.
+    /// or their events, twice. A write is forgotten once a watch event shows it, or shows
+    /// another pod under the name (deleted and made again: the server refuses the write).
     pub fn reassert(&mut self, mirror: &mut ClusterMirror) {
         self.statuses_assumed.retain(|key, a| {
             let Some(at) = status_version(mirror, key) else {
@@ -172,7 +174,7 @@ impl Writer {
             true
         });
         self.binding.retain(|key, (node, a)| {
-            let Some(p) = mirror.pod(key) else {
+            let Some(p) = mirror.pod(key).filter(|p| same_pod(p, &a.before)) else {
                 return false;
             };
             let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
@@ -191,7 +193,7 @@ impl Writer {
             true
         });
         self.evicting.retain(|key, a| {
-            let Some(p) = mirror.pod(key) else {
+            let Some(p) = mirror.pod(key).filter(|p| same_pod(p, &a.before)) else {
                 return false;
             };
             if version(p) == a.version {
@@ -281,15 +283,13 @@ impl Writer {
                 node: node.clone(),
                 devices: ids,
                 claims: claims.remove(key).unwrap_or_default(),
-                scheduled: (
-                    Event {
-                        message: format!("Successfully assigned {key} to {node}"),
-                        object: ObjectRef::new(ObjectKind::Pod, key.clone()),
-                        type_: EventType::Normal,
-                        reason: "Scheduled".to_string(),
-                    },
-                    uid,
-                ),
+                scheduled: Event {
+                    message: format!("Successfully assigned {key} to {node}"),
+                    object: ObjectRef::new(ObjectKind::Pod, key.clone()),
+                    type_: EventType::Normal,
+                    reason: "Scheduled".to_string(),
+                },
+                uid,
             });
         }
     }
@@ -309,12 +309,13 @@ impl Writer {
                 before: pod.clone(),
                 version: version(pod),
             };
+            let uid = pod.metadata.uid.clone();
             mirror.assume_pod(key, |p| {
                 p.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
             });
             self.evicting.insert(key.clone(), assumed);
             self.pods
-                .evict(key.clone(), events.remove(key).unwrap_or_default());
+                .evict(key.clone(), uid, events.remove(key).unwrap_or_default());
         }
     }
 
@@ -580,46 +581,4 @@ pub fn replace_status<S: serde::Serialize>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queue(name: &str) -> QueueAllocated {
-        QueueAllocated {
-            name: name.to_string(),
-            state: "Open".to_string(),
-            allocated: Default::default(),
-            changed: true,
-        }
-    }
-
-    #[test]
-    fn a_queue_that_is_gone_is_not_written_and_a_404_is_not_retried() {
-        let d = Decisions {
-            queues: vec![queue("kept"), queue("deleted"), queue("refused")],
-            ..Default::default()
-        };
-        let mut versions: BTreeMap<String, Option<String>> = [
-            ("kept".to_string(), Some("1".to_string())),
-            ("refused".to_string(), Some("5".to_string())),
-        ]
-        .into();
-        let names = |v: Vec<&QueueAllocated>| v.iter().map(|q| q.name.clone()).collect::<Vec<_>>();
-        let mut gone = BTreeMap::new();
-        // The implicit queue the snapshot adds while the cluster has none is not written.
-        assert_eq!(
-            names(queues_to_write(&d, &versions, &mut gone)),
-            ["kept", "refused"]
-        );
-        // `refused` answered 404 (deleted, the watch has not said so yet): not written again.
-        gone.insert("refused".to_string(), Some("5".to_string()));
-        assert_eq!(names(queues_to_write(&d, &versions, &mut gone)), ["kept"]);
-        assert_eq!(names(queues_to_write(&d, &versions, &mut gone)), ["kept"]);
-        // Recreated under the same name: written again.
-        versions.insert("refused".to_string(), Some("9".to_string()));
-        assert_eq!(
-            names(queues_to_write(&d, &versions, &mut gone)),
-            ["kept", "refused"]
-        );
-        assert!(gone.is_empty());
-    }
-}
+mod tests;

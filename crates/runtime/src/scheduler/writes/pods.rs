@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kube::api::{Api, EvictParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Error as KubeError};
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
@@ -18,7 +18,8 @@ use volcano_scheduler::model::gpu;
 use volcano_scheduler::model::storage::{BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE};
 
 use super::Outcome;
-use super::binding::Binder;
+use super::binding::{Binder, DecidedPod};
+use super::eviction::Evictor;
 use crate::events::EventSink;
 
 /// One pod's bind and what precedes it.
@@ -31,8 +32,11 @@ pub struct BindJob {
     pub devices: Option<String>,
     /// The claims to bind first, each with the claim's uid if the mirror knows it.
     pub claims: Vec<(NamespacedName, VolumeBinding, Option<String>)>,
-    /// The `Scheduled` event to record once bound, with the pod's uid.
-    pub scheduled: (Event, Option<String>),
+    /// The `Scheduled` event to record once bound.
+    pub scheduled: Event,
+    /// The uid of the pod decided on: the binding is refused if the name is another pod's by
+    /// then.
+    pub uid: Option<String>,
 }
 
 /// Runs writes as tasks, at most `limit` at a time.
@@ -41,6 +45,7 @@ pub struct PodWrites {
     client: Client,
     permits: Arc<Semaphore>,
     binder: Arc<Binder>,
+    evictor: Arc<Evictor>,
     events: EventSink,
     outcomes: mpsc::UnboundedSender<Outcome>,
 }
@@ -57,6 +62,7 @@ impl PodWrites {
             client,
             permits: Arc::new(Semaphore::new(limit.max(1))),
             binder: Arc::default(),
+            evictor: Arc::default(),
             events,
             outcomes,
         }
@@ -73,8 +79,7 @@ impl PodWrites {
             let result = this.bind_now(&job).await;
             let took = started.elapsed();
             if result.is_ok() {
-                let (e, uid) = job.scheduled;
-                this.events.send(e, uid);
+                this.events.send(job.scheduled, job.uid);
             }
             let _ = this.outcomes.send(Outcome::Bound {
                 key: job.key,
@@ -105,28 +110,44 @@ impl PodWrites {
                 return Err(format!("could not bind the claim {claim}: {e}"));
             }
         }
+        let pod = DecidedPod {
+            namespace: &job.key.namespace,
+            name: &job.key.name,
+            uid: job.uid.as_deref(),
+        };
         self.binder
-            .bind(&self.client, &job.key.namespace, &job.key.name, &job.node)
+            .bind(&self.client, pod, &job.node)
             .await
             .map_err(|e| e.to_string())
     }
 
-    /// Starts an eviction; `events` (its `Evict` event) are recorded once it is made.
-    pub fn evict(&self, key: NamespacedName, events: Vec<(Event, Option<String>)>) {
+    /// Starts the eviction of pod `key` (uid `uid`, where known); `events` (its `Evict` event)
+    /// are recorded once it is made.
+    pub fn evict(
+        &self,
+        key: NamespacedName,
+        uid: Option<String>,
+        events: Vec<(Event, Option<String>)>,
+    ) {
         let this = self.clone();
         tokio::spawn(async move {
             let Ok(_permit) = this.permits.clone().acquire_owned().await else {
                 return;
             };
-            let api: Api<Pod> = Api::namespaced(this.client.clone(), &key.namespace);
-            let r = api.evict(&key.name, &EvictParams::default()).await;
+            let pod = DecidedPod {
+                namespace: &key.namespace,
+                name: &key.name,
+                uid: uid.as_deref(),
+            };
+            let r = this.evictor.evict(&this.client, pod).await;
             if r.is_ok() {
                 for (e, uid) in events {
                     this.events.send(e, uid);
                 }
             }
-            // A pod gone already was ended by someone else: no `Evict` event either way.
-            let gone = matches!(&r, Err(KubeError::Api(s)) if s.code == 404);
+            // A pod gone already was ended by someone else: no `Evict` event either way. So
+            // was one whose name is another pod's by now (409: its uid is not the one given).
+            let gone = matches!(&r, Err(KubeError::Api(s)) if s.code == 404 || s.code == 409);
             let _ = this.outcomes.send(Outcome::Evicted {
                 key,
                 error: r.err().filter(|_| !gone).map(|e| e.to_string()),
