@@ -659,6 +659,7 @@ async fn a_pod_made_again_under_its_name_is_not_bound_or_evicted_in_place_of_the
     let binder = Binder::default();
     let bound = binder.bind(&client, decided_on(&first_uid), "node-0").await;
     assert_eq!(refused(bound), 409);
+    // kube-apiserver retries a conflict on a pending pod's eviction for about 10 s first.
     let evicted = Evictor::default()
         .evict(&client, decided_on(&first_uid))
         .await;

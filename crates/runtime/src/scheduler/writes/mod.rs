@@ -48,6 +48,8 @@ pub enum Outcome {
     Bound {
         /// The pod.
         key: NamespacedName,
+        /// The uid of the pod decided on.
+        uid: Option<String>,
         /// The node.
         node: String,
         /// Why it failed, if it did.
@@ -59,6 +61,8 @@ pub enum Outcome {
     Evicted {
         /// The pod.
         key: NamespacedName,
+        /// The uid of the pod decided on.
+        uid: Option<String>,
         /// Why it failed, if it did (a pod already gone is not a failure).
         error: Option<String>,
         /// The pod was gone already.
@@ -460,6 +464,7 @@ impl Writer {
         match o {
             Outcome::Bound {
                 key,
+                uid,
                 node,
                 error,
                 took,
@@ -468,10 +473,11 @@ impl Writer {
                     // Kept assumed until the watch shows the pod bound.
                     None => {
                         self.written.bound += 1;
-                        self.metrics.record_bound(took, mirror.pod(&key));
+                        let pod = mirror.pod(&key).filter(|p| p.metadata.uid == uid);
+                        self.metrics.record_bound(took, pod);
                     }
                     Some(e) => {
-                        let assumed = self.binding.remove(&key);
+                        let assumed = take_own(&mut self.binding, &key, &uid, |(_, a)| a);
                         self.written.bind_failures += 1;
                         self.metrics.bind_failures.inc();
                         tracing::warn!(pod = %key, node = %node, error = %e, "bind failed; the pod goes back to the queue");
@@ -481,7 +487,12 @@ impl Writer {
                     }
                 }
             }
-            Outcome::Evicted { key, error, gone } => {
+            Outcome::Evicted {
+                key,
+                uid,
+                error,
+                gone,
+            } => {
                 match error {
                     // Kept assumed until the watch shows the pod deleted or going.
                     None if !gone => {
@@ -490,7 +501,7 @@ impl Writer {
                     }
                     None => {}
                     Some(e) => {
-                        let assumed = self.evicting.remove(&key);
+                        let assumed = take_own(&mut self.evicting, &key, &uid, |a| a);
                         tracing::warn!(pod = %key, error = %e, "eviction failed");
                         if let Some(a) = assumed {
                             put_back(mirror, &key, a);
@@ -578,6 +589,21 @@ pub fn replace_status<S: serde::Serialize>(
     status: &S,
 ) -> Result<json_patch::Patch, serde_json::Error> {
     replace_member("/status", status)
+}
+
+/// Takes `key`'s write in flight out of `writes` if it is for the pod of `uid`: a failed write
+/// for a pod since deleted and made again under its name must not undo what was assumed for
+/// the new one, whose own write may be in flight.
+fn take_own<V>(
+    writes: &mut HashMap<NamespacedName, V>,
+    key: &NamespacedName,
+    uid: &Option<String>,
+    assumed: impl Fn(&V) -> &Assumed,
+) -> Option<V> {
+    let own = writes
+        .get(key)
+        .is_some_and(|w| assumed(w).before.metadata.uid == *uid);
+    if own { writes.remove(key) } else { None }
 }
 
 #[cfg(test)]

@@ -79,10 +79,11 @@ impl PodWrites {
             let result = this.bind_now(&job).await;
             let took = started.elapsed();
             if result.is_ok() {
-                this.events.send(job.scheduled, job.uid);
+                this.events.send(job.scheduled, job.uid.clone());
             }
             let _ = this.outcomes.send(Outcome::Bound {
                 key: job.key,
+                uid: job.uid,
                 node: job.node,
                 error: result.err(),
                 took,
@@ -145,11 +146,12 @@ impl PodWrites {
                     this.events.send(e, uid);
                 }
             }
-            // A pod gone already was ended by someone else: no `Evict` event either way. So
-            // was one whose name is another pod's by now (409: its uid is not the one given).
-            let gone = matches!(&r, Err(KubeError::Api(s)) if s.code == 404 || s.code == 409);
+            // A pod gone already was ended by someone else: no `Evict` event either way. One
+            // whose name is another pod's by now is refused (409), a failure like any other.
+            let gone = matches!(&r, Err(KubeError::Api(s)) if s.code == 404);
             let _ = this.outcomes.send(Outcome::Evicted {
                 key,
+                uid,
                 error: r.err().filter(|_| !gone).map(|e| e.to_string()),
                 gone,
             });

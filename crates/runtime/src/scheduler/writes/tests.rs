@@ -56,7 +56,7 @@ fn node_of(mirror: &ClusterMirror, key: &NamespacedName) -> Option<String> {
 }
 
 #[tokio::test]
-async fn a_bind_in_flight_is_not_assumed_on_a_pod_made_again_under_its_name() {
+async fn a_bind_for_a_pod_since_made_again_neither_stays_assumed_nor_undoes_the_new_pods() {
     use kube::runtime::watcher::Event as Watched;
 
     use crate::mirror::Update;
@@ -96,4 +96,27 @@ async fn a_bind_in_flight_is_not_assumed_on_a_pod_made_again_under_its_name() {
         "the new pod waits to be decided on"
     );
     assert_eq!(writer.in_flight(), 0, "the bind is forgotten");
+
+    // The new pod is bound in its turn; then the first pod's bind comes back refused (409).
+    let d = Decisions {
+        binds: vec![(key.clone(), "node-1".to_string())],
+        ..Default::default()
+    };
+    writer.dispatch(&d, &mut mirror);
+    let refused = |uid: &str| Outcome::Bound {
+        key: key.clone(),
+        uid: Some(uid.to_string()),
+        node: "node-0".to_string(),
+        error: Some("409 Conflict".to_string()),
+        took: Duration::ZERO,
+    };
+    writer.settle(refused("uid-1"), &mut mirror);
+    assert_eq!(
+        node_of(&mirror, &key).as_deref(),
+        Some("node-1"),
+        "the first pod's refusal does not undo the new pod's bind"
+    );
+    assert_eq!(writer.in_flight(), 1);
+    writer.settle(refused("uid-2"), &mut mirror);
+    assert_eq!(node_of(&mirror, &key), None, "its own refusal does");
 }
