@@ -312,7 +312,8 @@ impl SchedulerMetrics {
     /// gang plugin counts them: a PodGroup left unschedulable lacks `minMember` less its
     /// ready pods (bound or finished) and takes one more retry; every other PodGroup not
     /// completed shows 0. Volcano's `job_id` is the PodGroup's name; same-named PodGroups of
-    /// two namespaces add up rather than overwrite each other.
+    /// two namespaces add up rather than overwrite each other. A bare pod's shadow PodGroup is
+    /// counted while it waits.
     fn record_waiting(&self, d: &Decisions, objs: &Objects) {
         let mut ready: HashMap<(&str, &str), i64> = HashMap::new();
         for p in &objs.pods {
@@ -336,6 +337,7 @@ impl SchedulerMetrics {
             .collect();
         let mut per_job: BTreeMap<&str, i64> = BTreeMap::new();
         let mut names: HashSet<&str> = HashSet::new();
+        let mut objects: HashSet<(&str, &str)> = HashSet::new();
         for pg in &objs.pod_groups {
             let (Some(ns), Some(name)) = (
                 pg.metadata.namespace.as_deref(),
@@ -344,6 +346,7 @@ impl SchedulerMetrics {
                 continue;
             };
             names.insert(name);
+            objects.insert((ns, name));
             let completed = pg.status.as_ref().is_some_and(|s| s.phase == "Completed");
             if completed {
                 continue;
@@ -355,6 +358,13 @@ impl SchedulerMetrics {
                 0
             };
             *per_job.entry(name).or_default() += unready;
+        }
+        // A bare pod's PodGroup that the scheduler keeps in memory (its shadow) has no object:
+        // while it waits it is counted as the gang of one it is, under the name Volcano's
+        // controller gives that PodGroup, and its series go once it is placed.
+        for &(_, name) in unschedulable.keys().filter(|k| !objects.contains(*k)) {
+            names.insert(name);
+            *per_job.entry(name).or_default() += 1;
         }
         for (job, n) in per_job {
             self.unschedulable_tasks.set(label("job_id", job), n as f64);
@@ -577,5 +587,46 @@ mod tests {
         assert_eq!(tasks("gang"), None);
         assert!(m.job_retries.family.get(&label("job_id", "gang")).is_none());
         assert!(m.pending_reasons.family.get(&reason).is_none());
+    }
+
+    #[test]
+    fn a_bare_pod_waiting_in_its_shadow_pod_group_is_counted_until_it_is_placed() {
+        let m = SchedulerMetrics::register(&mut Registry::default());
+        // No PodGroup object: the scheduler keeps the bare pod's PodGroup in memory.
+        let shadow = "podgroup-0b8c6f1e-5a1d-4a59-9a43-1d2f0f3c9e77";
+        let mut d = Decisions::default();
+        d.unschedulable.insert(
+            volcano_api::NamespacedName::new("ns", shadow),
+            Unschedulable {
+                reason: "NotEnoughResources".to_string(),
+                message: "0/3 nodes are unavailable: 3 Insufficient cpu.".to_string(),
+            },
+        );
+        let store = ObjectStore::new(objects(&[]));
+        m.record_session(&d, &store, Duration::ZERO, true);
+        m.record_session(&d, &store, Duration::ZERO, true);
+        let tasks = m
+            .unschedulable_tasks
+            .family
+            .get(&label("job_id", shadow))
+            .map(|g| g.get());
+        let retries = || {
+            m.job_retries
+                .family
+                .get(&label("job_id", shadow))
+                .map(|c| c.get())
+        };
+        assert_eq!(tasks, Some(1.0), "a gang of one, waiting");
+        assert_eq!(retries(), Some(2));
+        assert_eq!(m.unschedulable_jobs.get(), 1);
+
+        m.record_session(&Decisions::default(), &store, Duration::ZERO, true);
+        assert!(
+            m.unschedulable_tasks
+                .family
+                .get(&label("job_id", shadow))
+                .is_none()
+        );
+        assert_eq!(retries(), None, "placed: its series are gone");
     }
 }
