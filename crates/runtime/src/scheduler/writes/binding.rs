@@ -18,6 +18,16 @@ pub struct DecidedPod<'a> {
     pub uid: Option<&'a str>,
 }
 
+impl DecidedPod<'_> {
+    /// The path of the pod's subresource `sub` (`binding`, `eviction`).
+    pub(super) fn subresource_path(&self, sub: &str) -> String {
+        format!(
+            "/api/v1/namespaces/{}/pods/{}/{sub}",
+            self.namespace, self.name
+        )
+    }
+}
+
 /// The `Binding` of `pod` to `node` (core/v1: metadata = 1, target = 2).
 fn protobuf_body(pod: DecidedPod<'_>, node: &str) -> Vec<u8> {
     // ObjectMeta: name = 1, namespace = 3, uid = 5.
@@ -63,14 +73,10 @@ impl Binder {
         pod: DecidedPod<'_>,
         node: &str,
     ) -> Result<(), kube::Error> {
-        let path = format!(
-            "/api/v1/namespaces/{}/pods/{}/binding",
-            pod.namespace, pod.name
-        );
         self.writer
             .post(
                 client,
-                &path,
+                &pod.subresource_path("binding"),
                 || protobuf_body(pod, node),
                 || Ok(json_body(pod, node)),
             )

@@ -43,10 +43,7 @@ pub struct Evictor {
 impl Evictor {
     /// Evicts `pod`, gracefully, as the Eviction API does without a grace period given.
     pub async fn evict(&self, client: &Client, pod: DecidedPod<'_>) -> Result<(), kube::Error> {
-        let path = format!(
-            "/api/v1/namespaces/{}/pods/{}/eviction",
-            pod.namespace, pod.name
-        );
+        let path = pod.subresource_path("eviction");
         self.writer
             .post(client, &path, || protobuf_body(pod), || Ok(json_body(pod)))
             .await
