@@ -58,13 +58,14 @@ impl ArrivingGangs {
     }
 
     /// Holds back (in `withheld`) all `d` would tell the gangs still arriving at `now`, unless
-    /// it writes a new phase (news, written with all it says). `persisted_phase` gives a
-    /// PodGroup's phase as the mirror holds it (written, or assumed by an earlier session).
+    /// it writes a new phase (news, written with all it says). `holds_phase` says whether the
+    /// mirror holds a PodGroup in that phase already (written, or assumed by an earlier
+    /// session).
     pub fn withhold(
         &mut self,
         d: &Decisions,
         now: Instant,
-        persisted_phase: impl Fn(&NamespacedName) -> Option<String>,
+        holds_phase: impl Fn(&NamespacedName, &str) -> bool,
         withheld: &mut Withheld,
     ) {
         if self.latest.is_empty() {
@@ -72,7 +73,7 @@ impl ArrivingGangs {
         }
         let mut held = self.arriving(now);
         for u in d.pod_groups.iter().filter(|u| u.changed) {
-            if persisted_phase(&u.key).is_none_or(|p| p != u.status.phase) {
+            if !holds_phase(&u.key, &u.status.phase) {
                 held.remove(&u.key);
             }
         }
@@ -96,7 +97,7 @@ mod tests {
     }
 
     fn hold(gangs: &mut ArrivingGangs, d: &mut Decisions, now: Instant) {
-        let inqueue = |_: &NamespacedName| Some("Inqueue".to_string());
+        let inqueue = |_: &NamespacedName, phase: &str| phase == "Inqueue";
         let mut withheld = Withheld::default();
         gangs.withhold(d, now, inqueue, &mut withheld);
         withheld.take_out(d, gang_of);

@@ -384,22 +384,18 @@ impl SchedulerRuntime {
         if !tick {
             withheld.until_tick();
         }
-        let mirror = &self.mirror;
-        self.arriving.withhold(
-            &d,
-            Instant::now(),
-            |pg| {
-                mirror
-                    .pod_group(pg)
-                    .and_then(|pg| pg.status.as_ref())
-                    .map(|s| s.phase.clone())
-            },
-            &mut withheld,
-        );
+        let (mirror, cycle) = (&self.mirror, &self.cycle);
+        let holds_phase = |pg: &_, phase: &str| {
+            mirror
+                .pod_group(pg)
+                .and_then(|pg| pg.status.as_ref())
+                .is_some_and(|s| s.phase == phase)
+        };
+        self.arriving
+            .withhold(&d, Instant::now(), holds_phase, &mut withheld);
         if self.settling(&d, &uid, &mut withheld) {
             self.work = true;
         }
-        let (mirror, cycle) = (&self.mirror, &self.cycle);
         withheld.take_out(&mut d, |pod| {
             mirror.pod(pod).and_then(|p| cycle.gang_key(p))
         });
